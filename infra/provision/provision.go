@@ -1,0 +1,474 @@
+// Package provision creates or updates the streams, the bucket, the consumers and the minute
+// schedule of the messaging contract (SPEC §3), idempotently: running it twice changes nothing,
+// a setting that differs from what exists is updated where NATS allows it and reported
+// clearly where it does not.
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// Consumer names.
+const (
+	EmitterConsumer = "emitter"
+	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
+	CommandConsumerPrefix = "command-p"
+)
+
+// CommandConsumer is the durable consumer of command partition p.
+func CommandConsumer(p int) string { return fmt.Sprintf("%s%d", CommandConsumerPrefix, p) }
+
+// CommandFilter is the subject filter of command partition p.
+func CommandFilter(p int) string { return fmt.Sprintf("%s%d.*", domain.CommandPrefix, p) }
+
+// Config is the provisioning setting. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	// Replicas of every stream and of the bucket: 1, 3 or 5.
+	Replicas int
+	// Partitions of the commands stream. Commands for one entity always land in the same
+	// partition, which one consumer serves in order; more partitions, more parallelism.
+	Partitions int
+	// Tick is the interval of the emit schedule (at least 1s).
+	Tick time.Duration
+	// EventsMaxAge is how long outcome events (the audit history) are kept.
+	EventsMaxAge time.Duration
+	// CommandsMaxAge is how long commands are kept for audit and replay.
+	CommandsMaxAge time.Duration
+	// DLQMaxAge is how long dead letters are kept.
+	DLQMaxAge time.Duration
+	// DuplicateWindow is the de-duplication window of the commands and events streams.
+	DuplicateWindow time.Duration
+	// AckWait is how long a delivered command may go without an ack or a progress signal
+	// before it is redelivered.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
+	MaxDeliver int
+	// Storage of streams and bucket.
+	Storage jetstream.StorageType
+}
+
+// DefaultConfig is what `maintctl provision` does without flags.
+func DefaultConfig() Config {
+	return Config{
+		Replicas:        1,
+		Partitions:      8,
+		Tick:            time.Minute,
+		EventsMaxAge:    400 * 24 * time.Hour,
+		CommandsMaxAge:  400 * 24 * time.Hour,
+		DLQMaxAge:       30 * 24 * time.Hour,
+		DuplicateWindow: 2 * time.Minute,
+		AckWait:         30 * time.Second,
+		MaxDeliver:      10,
+		Storage:         jetstream.FileStorage,
+	}
+}
+
+// ErrInvalidConfig is wrapped by every configuration error.
+var ErrInvalidConfig = errors.New("invalid provisioning config")
+
+// WithDefaults fills zero fields from DefaultConfig and validates the result.
+func (c Config) WithDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.Replicas == 0 {
+		c.Replicas = d.Replicas
+	}
+	if c.Partitions == 0 {
+		c.Partitions = d.Partitions
+	}
+	if c.Tick == 0 {
+		c.Tick = d.Tick
+	}
+	if c.EventsMaxAge == 0 {
+		c.EventsMaxAge = d.EventsMaxAge
+	}
+	if c.CommandsMaxAge == 0 {
+		c.CommandsMaxAge = d.CommandsMaxAge
+	}
+	if c.DLQMaxAge == 0 {
+		c.DLQMaxAge = d.DLQMaxAge
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = d.DuplicateWindow
+	}
+	if c.AckWait == 0 {
+		c.AckWait = d.AckWait
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = d.MaxDeliver
+	}
+	switch {
+	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
+		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
+	case c.Partitions < 1 || c.Partitions > 256:
+		return c, fmt.Errorf("%w: partitions must be 1-256, got %d", ErrInvalidConfig, c.Partitions)
+	case c.Tick < time.Second:
+		return c, fmt.Errorf("%w: tick must be at least 1s, got %s", ErrInvalidConfig, c.Tick)
+	case c.MaxDeliver < 2:
+		return c, fmt.Errorf("%w: max deliver must be at least 2, got %d", ErrInvalidConfig, c.MaxDeliver)
+	case c.AckWait < time.Second:
+		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
+	}
+	return c, nil
+}
+
+// Action is what provisioning did to one resource.
+type Action string
+
+// Actions.
+const (
+	Created   Action = "created"
+	Unchanged Action = "unchanged"
+	Updated   Action = "updated"
+	Failed    Action = "failed"
+)
+
+// Change reports one resource.
+type Change struct {
+	Kind   string // stream, bucket, consumer, schedule
+	Name   string
+	Action Action
+	// Fields lists the settings that differed.
+	Fields []string
+	Err    error
+}
+
+func (c Change) String() string {
+	s := fmt.Sprintf("%-8s %-22s %s", c.Kind, c.Name, c.Action)
+	if len(c.Fields) > 0 {
+		s += " (" + strings.Join(c.Fields, ", ") + ")"
+	}
+	if c.Err != nil {
+		s += ": " + c.Err.Error()
+	}
+	return s
+}
+
+// Report lists what provisioning did, in order.
+type Report []Change
+
+// Err joins the failures of a report; nil when everything is in place.
+func (r Report) Err() error {
+	var errs []error
+	for _, c := range r {
+		if c.Action == Failed {
+			errs = append(errs, fmt.Errorf("%s %s: %w", c.Kind, c.Name, c.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Changed reports whether anything was created or updated.
+func (r Report) Changed() bool {
+	for _, c := range r {
+		if c.Action == Created || c.Action == Updated {
+			return true
+		}
+	}
+	return false
+}
+
+// Streams returns the stream configurations of the contract.
+func Streams(c Config) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
+		{
+			Name:        domain.CommandsStream,
+			Description: "Maintenance-signal admin and outcome commands (audit, replay)",
+			Subjects:    []string{domain.CommandPrefix + "*"},
+			// Partition by entity key so that one consumer per partition keeps per-entity order.
+			SubjectTransform: &jetstream.SubjectTransformConfig{
+				Source:      domain.CommandPrefix + "*",
+				Destination: fmt.Sprintf("%s{{partition(%d,1)}}.{{wildcard(1)}}", domain.CommandPrefix, c.Partitions),
+			},
+			Retention:  jetstream.LimitsPolicy,
+			MaxAge:     c.CommandsMaxAge,
+			Duplicates: c.DuplicateWindow,
+			Storage:    c.Storage,
+			Replicas:   c.Replicas,
+		},
+		{
+			Name:        domain.EventsStream,
+			Description: "Maintenance-signal outcome events, one per command (audit history)",
+			Subjects:    []string{domain.EventPrefix + "*"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.EventsMaxAge,
+			Duplicates:  c.DuplicateWindow,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
+			Name:        domain.DLQStream,
+			Description: "Maintenance-signal commands that could not be handled, with the reason",
+			Subjects:    []string{domain.DLQPrefix + "*"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.DLQMaxAge,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
+			Name:              domain.ScheduleStream,
+			Description:       "Maintenance-signal emit schedule and its ticks",
+			Subjects:          []string{domain.ScheduleSubject, domain.TickSubject},
+			Retention:         jetstream.LimitsPolicy,
+			AllowMsgSchedules: true,
+			AllowMsgTTL:       true,
+			// Ticks are consumed at once; a handful is history enough.
+			MaxMsgsPerSubject: 10,
+			Storage:           c.Storage,
+			Replicas:          c.Replicas,
+		},
+	}
+}
+
+// Bucket returns the KV bucket configuration.
+func Bucket(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      domain.Bucket,
+		Description: "Current maintenance record of every entity",
+		History:     1,
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}
+}
+
+// StreamConsumer is a durable consumer and the stream it reads.
+type StreamConsumer struct {
+	Stream string
+	jetstream.ConsumerConfig
+}
+
+// Consumers returns the durable consumers: one per command partition and the emitter's.
+func Consumers(c Config) []StreamConsumer {
+	out := make([]StreamConsumer, 0, c.Partitions+1)
+	for p := 0; p < c.Partitions; p++ {
+		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
+			Durable:       CommandConsumer(p),
+			Description:   fmt.Sprintf("command function, partition %d", p),
+			FilterSubject: CommandFilter(p),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			// One command in flight per partition: per-entity order with any number of replicas.
+			MaxAckPending: 1,
+			AckWait:       c.AckWait,
+			// One more than the runtime's budget so the runtime, not the server, has the last word.
+			MaxDeliver: c.MaxDeliver + 1,
+			Replicas:   c.Replicas,
+		}})
+	}
+	return append(out, StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:       EmitterConsumer,
+		Description:   "emitter function: one replica serves each tick",
+		FilterSubject: domain.TickSubject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		MaxAckPending: 1,
+		AckWait:       maxDur(c.Tick, 10*time.Second),
+		MaxDeliver:    3,
+		Replicas:      c.Replicas,
+	}})
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// Run provisions everything and reports what it did. It carries on past a failed resource so
+// that the report is complete; Report.Err joins the failures.
+func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) {
+	c, err := c.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var rep Report
+	for _, sc := range Streams(c) {
+		rep = append(rep, ensureStream(ctx, js, sc))
+	}
+	rep = append(rep, ensureBucket(ctx, js, Bucket(c)))
+	for _, sc := range Consumers(c) {
+		rep = append(rep, ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig))
+	}
+	rep = append(rep, ensureSchedule(ctx, js, c.Tick))
+	return rep, rep.Err()
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) Change {
+	ch := Change{Kind: "stream", Name: want.Name}
+	s, err := js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.CreateStream(ctx, want); err != nil {
+			ch.Action, ch.Err = Failed, err
+			return ch
+		}
+		ch.Action = Created
+		return ch
+	}
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	have := s.CachedInfo().Config
+	ch.Fields = streamDiff(have, want)
+	if len(ch.Fields) == 0 {
+		ch.Action = Unchanged
+		return ch
+	}
+	if _, err := js.UpdateStream(ctx, want); err != nil {
+		ch.Action = Failed
+		ch.Err = fmt.Errorf("NATS does not allow changing %s of an existing stream: %w (recreate it, or keep the old setting)", strings.Join(ch.Fields, ", "), err)
+		return ch
+	}
+	ch.Action = Updated
+	return ch
+}
+
+func streamDiff(have, want jetstream.StreamConfig) []string {
+	var d []string
+	add := func(name string, differ bool) {
+		if differ {
+			d = append(d, name)
+		}
+	}
+	add("subjects", !reflect.DeepEqual(have.Subjects, want.Subjects))
+	add("subject_transform", !reflect.DeepEqual(have.SubjectTransform, want.SubjectTransform))
+	add("retention", have.Retention != want.Retention)
+	add("max_age", have.MaxAge != want.MaxAge)
+	add("duplicate_window", want.Duplicates != 0 && have.Duplicates != want.Duplicates)
+	add("storage", have.Storage != want.Storage)
+	add("replicas", have.Replicas != want.Replicas)
+	add("allow_msg_schedules", have.AllowMsgSchedules != want.AllowMsgSchedules)
+	add("allow_msg_ttl", have.AllowMsgTTL != want.AllowMsgTTL)
+	add("max_msgs_per_subject", want.MaxMsgsPerSubject != 0 && have.MaxMsgsPerSubject != want.MaxMsgsPerSubject)
+	add("description", have.Description != want.Description)
+	return d
+}
+
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) Change {
+	ch := Change{Kind: "bucket", Name: want.Bucket}
+	s, err := js.Stream(ctx, "KV_"+want.Bucket)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.CreateKeyValue(ctx, want); err != nil {
+			ch.Action, ch.Err = Failed, err
+			return ch
+		}
+		ch.Action = Created
+		return ch
+	}
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	have := s.CachedInfo().Config
+	add := func(name string, differ bool) {
+		if differ {
+			ch.Fields = append(ch.Fields, name)
+		}
+	}
+	add("history", have.MaxMsgsPerSubject != int64(want.History))
+	add("storage", have.Storage != want.Storage)
+	add("replicas", have.Replicas != want.Replicas)
+	add("description", have.Description != want.Description)
+	if len(ch.Fields) == 0 {
+		ch.Action = Unchanged
+		return ch
+	}
+	if _, err := js.UpdateKeyValue(ctx, want); err != nil {
+		ch.Action = Failed
+		ch.Err = fmt.Errorf("NATS does not allow changing %s of an existing bucket: %w", strings.Join(ch.Fields, ", "), err)
+		return ch
+	}
+	ch.Action = Updated
+	return ch
+}
+
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, want jetstream.ConsumerConfig) Change {
+	ch := Change{Kind: "consumer", Name: stream + "/" + want.Durable}
+	c, err := js.Consumer(ctx, stream, want.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if _, err := js.CreateConsumer(ctx, stream, want); err != nil {
+			ch.Action, ch.Err = Failed, err
+			return ch
+		}
+		ch.Action = Created
+		return ch
+	}
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	have := c.CachedInfo().Config
+	add := func(name string, differ bool) {
+		if differ {
+			ch.Fields = append(ch.Fields, name)
+		}
+	}
+	add("filter_subject", have.FilterSubject != want.FilterSubject)
+	add("ack_policy", have.AckPolicy != want.AckPolicy)
+	add("deliver_policy", have.DeliverPolicy != want.DeliverPolicy)
+	add("max_ack_pending", have.MaxAckPending != want.MaxAckPending)
+	add("ack_wait", have.AckWait != want.AckWait)
+	add("max_deliver", have.MaxDeliver != want.MaxDeliver)
+	add("replicas", want.Replicas != 0 && have.Replicas != want.Replicas && have.Replicas != 0)
+	add("description", have.Description != want.Description)
+	if len(ch.Fields) == 0 {
+		ch.Action = Unchanged
+		return ch
+	}
+	if _, err := js.UpdateConsumer(ctx, stream, want); err != nil {
+		ch.Action = Failed
+		ch.Err = fmt.Errorf("NATS does not allow changing %s of an existing consumer: %w (delete the consumer while no function runs and provision again)", strings.Join(ch.Fields, ", "), err)
+		return ch
+	}
+	ch.Action = Updated
+	return ch
+}
+
+// ScheduleSpec is the Nats-Schedule header value for a tick interval.
+func ScheduleSpec(tick time.Duration) string { return "@every " + tick.String() }
+
+func ensureSchedule(ctx context.Context, js jetstream.JetStream, tick time.Duration) Change {
+	ch := Change{Kind: "schedule", Name: domain.ScheduleSubject}
+	want := ScheduleSpec(tick)
+	s, err := js.Stream(ctx, domain.ScheduleStream)
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	last, err := s.GetLastMsgForSubject(ctx, domain.ScheduleSubject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		ch.Action = Created
+	case err != nil:
+		ch.Action, ch.Err = Failed, err
+		return ch
+	default:
+		have := last.Header.Get(jetstream.ScheduleHeader)
+		target := last.Header.Get(jetstream.ScheduleTargetHeader)
+		if have == want && target == domain.TickSubject {
+			ch.Action = Unchanged
+			return ch
+		}
+		ch.Action, ch.Fields = Updated, []string{fmt.Sprintf("%q -> %q", have, want)}
+	}
+	// One schedule per subject: publishing again replaces it.
+	_, err = js.Publish(ctx, domain.ScheduleSubject, nil,
+		jetstream.WithScheduleEvery(tick),
+		jetstream.WithScheduleTarget(domain.TickSubject),
+		// A tick nobody consumed is worthless after a few intervals.
+		jetstream.WithScheduleTTL(maxDur(3*tick, 10*time.Second)),
+	)
+	if err != nil {
+		ch.Action, ch.Err = Failed, fmt.Errorf("publish schedule: %w", err)
+	}
+	return ch
+}

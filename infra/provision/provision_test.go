@@ -1,0 +1,148 @@
+package provision_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/test/testenv"
+)
+
+func TestRun_SecondRunChangesNothing(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	rep, err := provision.Run(ctx, env.JS, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Changed() {
+		t.Fatalf("second run changed something:\n%v", rep)
+	}
+	for _, c := range rep {
+		if c.Action != provision.Unchanged {
+			t.Errorf("%v", c)
+		}
+	}
+}
+
+func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+		if _, err := env.JS.Stream(ctx, name); err != nil {
+			t.Errorf("stream %s: %v", name, err)
+		}
+	}
+	for p := 0; p < env.Config.Partitions; p++ {
+		if _, err := env.JS.Consumer(ctx, domain.CommandsStream, provision.CommandConsumer(p)); err != nil {
+			t.Errorf("consumer %d: %v", p, err)
+		}
+	}
+	if _, err := env.JS.Consumer(ctx, domain.ScheduleStream, provision.EmitterConsumer); err != nil {
+		t.Errorf("emitter consumer: %v", err)
+	}
+}
+
+func TestRun_CommandsArePartitionedByKey(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Partitions = 4 }))
+	ctx := context.Background()
+	key := domain.MustKey("/subscriptions/x/resourceGroups/rg/providers/p/c1")
+	for i := 0; i < 3; i++ {
+		if _, err := env.JS.Publish(ctx, domain.CommandSubject(key), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := env.JS.Stream(ctx, domain.CommandsStream)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 1 {
+		t.Fatalf("want one stored subject, got %v", info.State.Subjects)
+	}
+	for subj, n := range info.State.Subjects {
+		parts := strings.Split(subj, ".")
+		if len(parts) != 4 || parts[3] != key || n != 3 {
+			t.Fatalf("stored subject %q x%d, want maint.cmd.<p>.%s x3", subj, n, key)
+		}
+	}
+}
+
+func TestRun_ChangingTheTickReplacesTheSchedule(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	cfg := env.Config
+	cfg.Tick = 2 * time.Second
+	rep, err := provision.Run(ctx, env.JS, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, c := range rep {
+		if c.Kind == "schedule" {
+			found = true
+			if c.Action != provision.Updated {
+				t.Fatalf("schedule: %v", c)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no schedule in report")
+	}
+	s, _ := env.JS.Stream(ctx, domain.ScheduleStream)
+	m, err := s.GetLastMsgForSubject(ctx, domain.ScheduleSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get(jetstream.ScheduleHeader); got != "@every 2s" {
+		t.Fatalf("schedule header %q", got)
+	}
+	// NATS, not a ticker of ours, produces the ticks.
+	c, err := env.JS.OrderedConsumer(ctx, domain.ScheduleStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.TickSubject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.Next(jetstream.FetchMaxWait(6 * time.Second))
+	if err != nil {
+		t.Fatalf("no tick within 6s: %v", err)
+	}
+	if msg.Headers().Get(jetstream.SchedulerHeader) == "" {
+		t.Fatalf("tick without %s header: %v", jetstream.SchedulerHeader, msg.Headers())
+	}
+}
+
+func TestRun_ReportsWhatNATSCannotChange(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	cfg := env.Config
+	cfg.Storage = jetstream.MemoryStorage
+	rep, err := provision.Run(ctx, env.JS, cfg)
+	if err == nil {
+		t.Fatal("changing storage succeeded; want a clear failure")
+	}
+	if !strings.Contains(err.Error(), "storage") {
+		t.Fatalf("error does not name the setting: %v", err)
+	}
+	if len(rep) == 0 {
+		t.Fatal("empty report")
+	}
+}
+
+func TestWithDefaults_RejectsBadSettings(t *testing.T) {
+	for name, c := range map[string]provision.Config{
+		"two replicas":    {Replicas: 2},
+		"sub-second tick": {Tick: 500 * time.Millisecond},
+		"zero partitions": {Partitions: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := c.WithDefaults(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Size limits, enforced before any other work.
+const (
+	MaxCommandBytes = 64 << 10
+	MaxIDLength     = 128
+	MaxReasonBytes  = 1024
+	MaxErrorBytes   = 4096
+	MaxActorBytes   = 256
+)
+
+var commandIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+
+// Window is an announced maintenance window.
+type Window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Command is an admin or outcome command (SPEC §3).
+type Command struct {
+	ID         string  `json:"id"`
+	ResourceID string  `json:"resourceId"`
+	Task       Task    `json:"task"`
+	Error      string  `json:"error,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	Window     *Window `json:"window,omitempty"`
+	Actor      string  `json:"actor,omitempty"`
+	Force      bool    `json:"force,omitempty"`
+}
+
+// ValidID reports whether id is a valid command id: 1–128 of [A-Za-z0-9_.:-].
+func ValidID(id string) bool { return commandIDPattern.MatchString(id) }
+
+// DecodeCommand reads a command body received on the subject of entity key, with msgID the
+// value of its Nats-Msg-Id header ("" if none). It returns the command, or a Rejection with
+// the code and field at fault. The checks run cheapest first: size, encoding, shape, fields.
+func DecodeCommand(body []byte, key, msgID string) (Command, *Rejection) {
+	var cmd Command
+	if len(body) > MaxCommandBytes {
+		return cmd, reject(CodeInvalidRequestContent, "", "body is %d bytes, at most %d", len(body), MaxCommandBytes)
+	}
+	if !utf8.Valid(body) {
+		return cmd, reject(CodeInvalidRequestContent, "", "body is not valid UTF-8")
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if json.Valid(trimmed) {
+			return cmd, reject(CodeInvalidRequestContent, "", "body is not a JSON object")
+		}
+		return cmd, reject(CodeInvalidRequestContent, "", "body is not JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cmd); err != nil {
+		return Command{}, decodeRejection(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Command{}, reject(CodeInvalidRequestContent, "", "body has data after the JSON object")
+	}
+	if rej := cmd.Validate(key, msgID); rej != nil {
+		return cmd, rej
+	}
+	return cmd, nil
+}
+
+func decodeRejection(err error) *Rejection {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return InvalidParameter(field, "must be a JSON %s, got %s", jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return reject(CodeInvalidRequestContent, "", "body is not JSON: %v", err)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return InvalidParameter(field, "unknown field %q", field)
+	default:
+		// Time parse errors of window.start/end surface here, as *time.ParseError.
+		var perr *time.ParseError
+		if errors.As(err, &perr) {
+			return InvalidParameter("window", "start and end must be RFC 3339 times: %v", perr)
+		}
+		return reject(CodeInvalidRequestContent, "", "body is not a valid command: %v", err)
+	}
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "bool":
+		return "boolean"
+	case "struct", "ptr", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "string":
+		return "string"
+	default:
+		return kind
+	}
+}
+
+// Validate checks the fields of a decoded command against the entity key of its subject and
+// the Nats-Msg-Id header (msgID, "" if absent).
+func (c *Command) Validate(key, msgID string) *Rejection {
+	switch {
+	case c.ID == "":
+		return InvalidParameter("id", "is required")
+	case !ValidID(c.ID):
+		return InvalidParameter("id", "must be 1-%d characters of [A-Za-z0-9_.:-]", MaxIDLength)
+	case msgID != "" && msgID != c.ID:
+		return InvalidParameter("id", "differs from the Nats-Msg-Id header %q", truncate(msgID, 64))
+	}
+	if c.ResourceID == "" {
+		return InvalidParameter("resourceId", "is required")
+	}
+	k, err := Key(c.ResourceID)
+	if err != nil {
+		return InvalidParameter("resourceId", "%v", err)
+	}
+	if key != "" && k != key {
+		return InvalidParameter("resourceId", "encodes to key %q, but the command was sent on subject key %q", truncate(k, 64), truncate(key, 64))
+	}
+	switch {
+	case c.Task == "":
+		return InvalidParameter("task", "is required")
+	case !c.Task.Valid():
+		return InvalidParameter("task", "unknown task %q (tasks are matched exactly; one of %s)", truncate(string(c.Task), 64), taskList())
+	}
+	if c.Task == TaskUpdateFailed {
+		if strings.TrimSpace(c.Error) == "" {
+			return InvalidParameter("error", "is required with UpdateFailed")
+		}
+	} else if c.Error != "" {
+		return InvalidParameter("error", "is allowed only with UpdateFailed")
+	}
+	if rej := checkText("error", c.Error, MaxErrorBytes); rej != nil {
+		return rej
+	}
+	if rej := checkText("reason", c.Reason, MaxReasonBytes); rej != nil {
+		return rej
+	}
+	if len(c.Actor) > MaxActorBytes {
+		return InvalidParameter("actor", "is %d bytes, at most %d", len(c.Actor), MaxActorBytes)
+	}
+	if hasControl(c.Actor, false) {
+		return InvalidParameter("actor", "contains control characters")
+	}
+	if c.Window != nil {
+		switch {
+		case c.Task != TaskPending:
+			return InvalidParameter("window", "is allowed only with Pending")
+		case c.Window.Start.IsZero() || c.Window.End.IsZero():
+			return InvalidParameter("window", "needs both start and end")
+		case !c.Window.End.After(c.Window.Start):
+			return InvalidParameter("window.end", "must be after window.start")
+		}
+	}
+	return nil
+}
+
+func checkText(field, s string, max int) *Rejection {
+	if len(s) > max {
+		return InvalidParameter(field, "is %d bytes, at most %d", len(s), max)
+	}
+	if hasControl(s, true) {
+		return InvalidParameter(field, "contains control characters")
+	}
+	return nil
+}
+
+func taskList() string {
+	names := make([]string, len(Tasks))
+	for i, t := range Tasks {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Encode marshals a command as JSON.
+func (c Command) Encode() ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	return b, nil
+}

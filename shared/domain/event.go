@@ -1,0 +1,65 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Outcome is what became of a command.
+type Outcome string
+
+// Outcomes of SPEC §3.
+const (
+	OutcomeApplied      Outcome = "applied"
+	OutcomeRejected     Outcome = "rejected"
+	OutcomeDuplicate    Outcome = "duplicate"
+	OutcomeDeadLettered Outcome = "dead_lettered"
+)
+
+// Event is the outcome event published once per command on maint.evt.<key>.
+type Event struct {
+	CommandID  string    `json:"commandId"`
+	ResourceID string    `json:"resourceId"`
+	Task       Task      `json:"task"`
+	Outcome    Outcome   `json:"outcome"`
+	From       State     `json:"from"`
+	To         State     `json:"to"`
+	Code       Code      `json:"code,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Target     string    `json:"target,omitempty"`
+	Revision   uint64    `json:"revision"`
+	At         time.Time `json:"at"`
+	Actor      string    `json:"actor,omitempty"`
+	Force      bool      `json:"force"`
+	Reason     string    `json:"reason,omitempty"`
+	// CommandSeq is the command's sequence in MAINT_COMMANDS.
+	CommandSeq uint64 `json:"commandSeq,omitempty"`
+}
+
+// EncodeEvent marshals an event.
+func EncodeEvent(e Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeEvent unmarshals an event.
+func DecodeEvent(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	return e, nil
+}
+
+// Rejected builds the rejection event for a command in the given (unchanged) state.
+func Rejected(c Command, state State, rej *Rejection, at time.Time) Event {
+	return Event{
+		CommandID: c.ID, ResourceID: c.ResourceID, Task: c.Task, Outcome: OutcomeRejected,
+		From: state, To: state, Code: rej.Code, Message: rej.Message, Target: rej.Target,
+		At: at, Actor: c.Actor, Force: c.Force, Reason: c.Reason,
+	}
+}

@@ -1,0 +1,77 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RecordVersion is the schema version written in every record.
+const RecordVersion = 1
+
+// RecentIDs is how many applied command ids a record remembers, so that a command published
+// again after the stream's duplicate window is still recognised as a duplicate.
+const RecentIDs = 32
+
+// Record is the current state of one entity: the value of its key in the KV bucket.
+// Readers ignore fields they do not know.
+type Record struct {
+	ResourceID     string    `json:"resourceId"`
+	State          State     `json:"state"`
+	Updating       bool      `json:"updating"`
+	Task           Task      `json:"task"`
+	LastError      string    `json:"lastError"`
+	Window         *Window   `json:"window,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	StateSince     time.Time `json:"stateSince"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	LastCommandID  string    `json:"lastCommandId"`
+	LastCommandSeq uint64    `json:"lastCommandSeq"`
+	Version        int       `json:"version"`
+
+	// RecentCommandIDs are the ids of the last applied commands, newest last.
+	RecentCommandIDs []string `json:"recentCommandIds,omitempty"`
+	// LastEvent is the outcome event of the last applied command, so that a redelivery after
+	// a crash between the write and the event publishes the very same event.
+	LastEvent *Event `json:"lastEvent,omitempty"`
+}
+
+// Seen reports whether the record remembers applying command id.
+func (r Record) Seen(id string) bool {
+	for _, v := range r.RecentCommandIDs {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Remember records an applied command id, keeping the newest RecentIDs.
+func (r *Record) Remember(id string) {
+	ids := append(r.RecentCommandIDs, id)
+	if len(ids) > RecentIDs {
+		ids = append([]string(nil), ids[len(ids)-RecentIDs:]...)
+	}
+	r.RecentCommandIDs = ids
+}
+
+// EncodeRecord marshals a record for the bucket.
+func EncodeRecord(r Record) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeRecord unmarshals a record from the bucket.
+func DecodeRecord(b []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Record{}, fmt.Errorf("decode record: %w", err)
+	}
+	if r.State == "" {
+		r.State = StateNone
+	}
+	return r, nil
+}

@@ -1,0 +1,63 @@
+package domain
+
+// Task is the task field of a command.
+type Task string
+
+// The tasks of SPEC §2.
+const (
+	// Signal-only tasks set the state of the same name.
+	TaskPending              Task = "Pending"
+	TaskNone                 Task = "None"
+	TaskCustomerActionNeeded Task = "CustomerActionNeeded"
+
+	// Update tasks start maintenance work.
+	TaskEverything          Task = "Everything"
+	TaskOperatorUpdate      Task = "OperatorUpdate"
+	TaskCertificatesRenewal Task = "CertificatesRenewal"
+	TaskSyncClusterObject   Task = "SyncClusterObject"
+	TaskMigrateLoadBalancer Task = "MigrateLoadBalancer"
+
+	// Outcomes, sent by whatever performs the update.
+	TaskUpdateSucceeded Task = "UpdateSucceeded"
+	TaskUpdateFailed    Task = "UpdateFailed"
+)
+
+// TaskKind groups tasks by the column of the transition table they use.
+type TaskKind int
+
+// Task kinds.
+const (
+	KindUnknown TaskKind = iota
+	KindSignal
+	KindUpdate
+	KindOutcome
+)
+
+var taskKinds = map[Task]TaskKind{
+	TaskPending:              KindSignal,
+	TaskNone:                 KindSignal,
+	TaskCustomerActionNeeded: KindSignal,
+	TaskEverything:           KindUpdate,
+	TaskOperatorUpdate:       KindUpdate,
+	TaskCertificatesRenewal:  KindUpdate,
+	TaskSyncClusterObject:    KindUpdate,
+	TaskMigrateLoadBalancer:  KindUpdate,
+	TaskUpdateSucceeded:      KindOutcome,
+	TaskUpdateFailed:         KindOutcome,
+}
+
+// Tasks lists every task in a fixed order.
+var Tasks = []Task{
+	TaskPending, TaskNone, TaskCustomerActionNeeded,
+	TaskEverything, TaskOperatorUpdate, TaskCertificatesRenewal, TaskSyncClusterObject, TaskMigrateLoadBalancer,
+	TaskUpdateSucceeded, TaskUpdateFailed,
+}
+
+// UpdateTasks lists the tasks that start maintenance work.
+var UpdateTasks = []Task{TaskEverything, TaskOperatorUpdate, TaskCertificatesRenewal, TaskSyncClusterObject, TaskMigrateLoadBalancer}
+
+// Kind returns the task's kind; KindUnknown for anything not matched exactly.
+func (t Task) Kind() TaskKind { return taskKinds[t] }
+
+// Valid reports whether t is a known task, matched exactly as in ARO-RP.
+func (t Task) Valid() bool { return t.Kind() != KindUnknown }

@@ -1,0 +1,188 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+)
+
+// column is a column of the transition table of SPEC §2: a task, or the group of tasks that
+// behave alike.
+type column int
+
+const (
+	colPending column = iota
+	colNone
+	colCustomerActionNeeded
+	colUpdate
+	colSucceeded
+	colFailed
+)
+
+func columnOf(t Task) (column, bool) {
+	switch t {
+	case TaskPending:
+		return colPending, true
+	case TaskNone:
+		return colNone, true
+	case TaskCustomerActionNeeded:
+		return colCustomerActionNeeded, true
+	case TaskUpdateSucceeded:
+		return colSucceeded, true
+	case TaskUpdateFailed:
+		return colFailed, true
+	}
+	if t.Kind() == KindUpdate {
+		return colUpdate, true
+	}
+	return 0, false
+}
+
+// errEffect says what a transition does to lastError.
+type errEffect int
+
+const (
+	errKeep errEffect = iota
+	errClear
+	errSet // from the command's error field
+)
+
+// cell is one cell of the table. The zero cell is a refusal.
+type cell struct {
+	allowed  bool
+	to       State // "" keeps the current state
+	updating bool  // the resulting value of updating
+	lastErr  errEffect
+}
+
+var (
+	refused    = cell{}
+	toPending  = cell{allowed: true, to: StatePending}
+	toNone     = cell{allowed: true, to: StateNone}
+	toCAN      = cell{allowed: true, to: StateCustomerActionNeeded}
+	toPlanned  = cell{allowed: true, to: StatePlanned, updating: true, lastErr: errClear}
+	toUnplan   = cell{allowed: true, to: StateUnplanned, updating: true, lastErr: errClear}
+	succeeded  = cell{allowed: true, to: StateNone, lastErr: errClear}
+	failedKeep = cell{allowed: true, lastErr: errSet}
+)
+
+// whileUpdating is the first row of the table: any state while an update is in progress.
+var whileUpdating = [...]cell{
+	colPending:              refused,
+	colNone:                 refused,
+	colCustomerActionNeeded: refused,
+	colUpdate:               refused,
+	colSucceeded:            succeeded,
+	colFailed:               failedKeep,
+}
+
+// idle holds the other rows: the state when no update is in progress.
+var idle = map[State][6]cell{
+	StateNone:                 {toPending, toNone, toCAN, toUnplan, refused, refused},
+	StatePending:              {toPending, toNone, toCAN, toPlanned, refused, refused},
+	StatePlanned:              {toPending, toNone, toCAN, toPlanned, refused, refused},
+	StateUnplanned:            {toPending, toNone, toCAN, toUnplan, refused, refused},
+	StateCustomerActionNeeded: {toPending, toNone, toCAN, toUnplan, refused, refused},
+}
+
+// lookup finds the cell for a task in a record, honouring force: a forced command is looked
+// up as if no update were in progress, unless it is an outcome (which needs one).
+func lookup(r Record, t Task, force bool) (cell, bool) {
+	col, ok := columnOf(t)
+	if !ok {
+		return refused, false
+	}
+	if r.Updating && !(force && col != colSucceeded && col != colFailed) {
+		return whileUpdating[col], true
+	}
+	row, ok := idle[r.State]
+	if !ok {
+		return refused, true
+	}
+	return row[col], true
+}
+
+// Transition is the result of applying a command: the new record and what changed.
+type Transition struct {
+	From, To State
+	// Forced is true when force ended an update in progress.
+	Forced bool
+}
+
+// Apply applies a validated command to the record of its entity and returns the new record,
+// or a RequestNotAllowed rejection. It is a pure function: the same record and command always
+// give the same result; at stamps stateSince and updatedAt. It does not touch the fields that
+// the command handler owns (lastCommandId, lastCommandSeq, revision bookkeeping).
+func Apply(r Record, c Command, at time.Time) (Record, Transition, *Rejection) {
+	from := r.State
+	if from == "" {
+		from = StateNone
+	}
+	r.State = from
+	cl, known := lookup(r, c.Task, c.Force)
+	if !known {
+		return r, Transition{From: from, To: from}, InvalidParameter("task", "unknown task %q", c.Task)
+	}
+	if !cl.allowed {
+		return r, Transition{From: from, To: from}, notAllowed(r, c)
+	}
+	next := r
+	tr := Transition{From: from, To: from, Forced: r.Updating && c.Force && c.Task.Kind() != KindOutcome}
+	if cl.to != "" {
+		next.State = cl.to
+		tr.To = cl.to
+	}
+	next.Updating = cl.updating
+	if cl.updating {
+		next.Task = c.Task
+	} else {
+		next.Task = ""
+	}
+	switch cl.lastErr {
+	case errClear:
+		next.LastError = ""
+	case errSet:
+		next.LastError = c.Error
+	}
+	switch {
+	case c.Task == TaskPending:
+		// A new announcement replaces the old one entirely.
+		next.Window, next.Reason = c.Window, c.Reason
+	case next.State == StateNone:
+		next.Window, next.Reason = nil, c.Reason
+	case c.Reason != "":
+		next.Reason = c.Reason
+	}
+	if next.ResourceID == "" {
+		next.ResourceID = c.ResourceID
+	}
+	if next.State != from || next.StateSince.IsZero() {
+		next.StateSince = at
+	}
+	next.UpdatedAt = at
+	next.Version = RecordVersion
+	return next, tr, nil
+}
+
+func notAllowed(r Record, c Command) *Rejection {
+	switch {
+	case r.Updating:
+		return reject(CodeRequestNotAllowed, "task", "task %s is not allowed while update %s is in progress; send UpdateSucceeded or UpdateFailed, or force it if the updater died", c.Task, r.Task)
+	case c.Task.Kind() == KindOutcome:
+		return reject(CodeRequestNotAllowed, "task", "task %s is not allowed: no update is in progress (state %s)", c.Task, r.State)
+	default:
+		return reject(CodeRequestNotAllowed, "task", "task %s is not allowed in state %s", c.Task, r.State)
+	}
+}
+
+// Describe renders a table cell for documentation and tests.
+func Describe(s State, updating bool, t Task) string {
+	cl, ok := lookup(Record{State: s, Updating: updating}, t, false)
+	if !ok || !cl.allowed {
+		return "refused"
+	}
+	to := cl.to
+	if to == "" {
+		to = s
+	}
+	return fmt.Sprintf("%s updating=%t", to, cl.updating)
+}

@@ -1,0 +1,71 @@
+// Package testenv starts what the tests need for real: an embedded nats-server with JetStream
+// on a temporary directory, provisioned as in production.
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/embedded"
+)
+
+// Env is a running server with a client connection.
+type Env struct {
+	Server *embedded.Server
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	Dir    string
+	Config provision.Config
+}
+
+// Option changes the provisioning config of an Env.
+type Option func(*provision.Config)
+
+// WithProvision sets the provisioning config.
+func WithProvision(f func(*provision.Config)) Option { return Option(f) }
+
+// Start starts an embedded server on t.TempDir(), provisions it and stops it at cleanup.
+func Start(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	return StartIn(t, t.TempDir(), opts...)
+}
+
+// StartIn is Start on a given store directory (to restart on the same store).
+func StartIn(t testing.TB, dir string, opts ...Option) *Env {
+	t.Helper()
+	s, err := embedded.Start(embedded.Config{Name: "test-0", StoreDir: dir})
+	if err != nil {
+		t.Fatalf("start nats: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	e := &Env{Server: s, Dir: dir, NC: Connect(t, s), Config: provision.Config{Tick: time.Minute}}
+	e.JS, err = jetstream.New(e.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(&e.Config)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := provision.Run(ctx, e.JS, e.Config); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	return e
+}
+
+// Connect opens another in-process connection, closed at cleanup.
+func Connect(t testing.TB, s *embedded.Server) *nats.Conn {
+	t.Helper()
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
