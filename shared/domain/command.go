@@ -92,10 +92,11 @@ func decodeRejection(err error) *Rejection {
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return InvalidParameter(field, "unknown field %q", field)
 	default:
-		// Time parse errors of window.start/end surface here, as *time.ParseError.
+		// Time errors of window.start/end surface here: a *time.ParseError for a string that
+		// is not RFC 3339, a plain error from time.Time.UnmarshalJSON for a non-string value.
 		var perr *time.ParseError
-		if errors.As(err, &perr) {
-			return InvalidParameter("window", "start and end must be RFC 3339 times: %v", perr)
+		if errors.As(err, &perr) || strings.HasPrefix(err.Error(), "Time.UnmarshalJSON") {
+			return InvalidParameter("window", "start and end must be RFC 3339 times: %v", err)
 		}
 		return reject(CodeInvalidRequestContent, "", "body is not a valid command: %v", err)
 	}

@@ -48,7 +48,9 @@ func (r Record) Seen(id string) bool {
 
 // Remember records an applied command id, keeping the newest RecentIDs.
 func (r *Record) Remember(id string) {
-	ids := append(r.RecentCommandIDs, id)
+	// Full slice expression: a copy of a record must never write into another copy's array.
+	n := len(r.RecentCommandIDs)
+	ids := append(r.RecentCommandIDs[:n:n], id)
 	if len(ids) > RecentIDs {
 		ids = append([]string(nil), ids[len(ids)-RecentIDs:]...)
 	}
