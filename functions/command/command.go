@@ -1,0 +1,184 @@
+// Package command is the command function: it applies admin and outcome commands to the
+// transition table, keeps the result in the bucket with optimistic concurrency and publishes
+// exactly one outcome event per command.
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/runtime"
+	"maintsignals/shared/store"
+)
+
+// Records is the part of the store the handler uses.
+type Records interface {
+	Get(ctx context.Context, key string) (domain.Record, uint64, error)
+	Put(ctx context.Context, key string, r domain.Record, rev uint64) (uint64, error)
+}
+
+// Publisher publishes outcome events.
+type Publisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
+
+// Deps are the handler's dependencies.
+type Deps struct {
+	Records Records
+	Events  Publisher
+	Metrics *Metrics
+	Log     *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// maxConflicts bounds re-read-and-re-apply rounds on revision conflicts. With one consumer per
+// partition a conflict means a concurrent redelivery of the same command, so one more round
+// settles it; the bound only stops a pathological loop.
+const maxConflicts = 5
+
+// Handle applies one command message. It returns nil when the command has its outcome (applied,
+// rejected or duplicate) published, and an error when the work must be retried.
+func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	key := domain.KeyFromSubject(msg.Subject)
+	msgID := msg.Header.Get(domain.HeaderMsgID)
+	cmd, rej := domain.DecodeCommand(msg.Data, key, msgID)
+	if rej != nil {
+		if cmd.ID == "" {
+			cmd.ID = msgID
+		}
+		return d.reject(ctx, key, msg, cmd, rej, now().UTC())
+	}
+	for range maxConflicts {
+		rec, rev, err := d.Records.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("read record: %w", err)
+		}
+		// A redelivery of the command that was applied last: the write happened, the event may
+		// not have. Publish the very same event again; the events stream keeps one copy.
+		if rec.LastCommandSeq == msg.Seq && rec.LastCommandID == cmd.ID && rec.LastEvent != nil {
+			ev := *rec.LastEvent
+			ev.Revision = rev
+			d.log().Info("redelivered command already applied; republishing its outcome", "key", key, "command_id", cmd.ID)
+			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+		}
+		if rec.Seen(cmd.ID) {
+			ev := domain.Event{
+				CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDuplicate,
+				From: rec.State, To: rec.State, Message: "command id was applied before; nothing changed",
+				Revision: rev, At: now().UTC(), Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, CommandSeq: msg.Seq,
+			}
+			d.Metrics.command(ctx, domain.OutcomeDuplicate, "")
+			return d.publish(ctx, key, fmt.Sprintf("%s:dup:%d", cmd.ID, msg.Seq), ev)
+		}
+		at := now().UTC()
+		next, tr, rej := domain.Apply(rec, cmd, at)
+		if rej != nil {
+			return d.reject(ctx, key, msg, cmd, rej, at)
+		}
+		ev := domain.Event{
+			CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeApplied,
+			From: tr.From, To: tr.To, At: at, Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, CommandSeq: msg.Seq,
+		}
+		if tr.Forced {
+			ev.Message = "forced: the update in progress was abandoned"
+		}
+		next.LastCommandID, next.LastCommandSeq = cmd.ID, msg.Seq
+		next.Remember(cmd.ID)
+		next.LastEvent = &ev
+		newRev, err := d.Records.Put(ctx, key, next, rev)
+		if errors.Is(err, store.ErrConflict) {
+			d.log().Debug("revision conflict; re-reading", "key", key, "command_id", cmd.ID)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("write record: %w", err)
+		}
+		ev.Revision = newRev
+		d.Metrics.transition(ctx, tr, cmd.Task)
+		d.Metrics.command(ctx, domain.OutcomeApplied, "")
+		d.log().Info("command applied", "key", key, "command_id", cmd.ID, "task", cmd.Task, "from", tr.From, "to", tr.To, "outcome", domain.OutcomeApplied, "revision", newRev)
+		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+	}
+	return fmt.Errorf("record of %s kept changing: %w", key, store.ErrConflict)
+}
+
+// reject publishes a rejection outcome. The record is read only to report its state; a
+// rejection never writes it.
+func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd domain.Command, rej *domain.Rejection, at time.Time) error {
+	state := domain.StateNone
+	var rev uint64
+	if key != "" {
+		rec, r, err := d.Records.Get(ctx, key)
+		if err == nil {
+			state, rev = rec.State, r
+		} else if !errors.Is(err, jetstream.ErrInvalidKey) {
+			return fmt.Errorf("read record: %w", err)
+		}
+	}
+	ev := domain.Rejected(cmd, state, rej, at)
+	ev.Revision, ev.CommandSeq = rev, msg.Seq
+	d.Metrics.command(ctx, domain.OutcomeRejected, rej.Code)
+	d.log().Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", rej.Code, "target", rej.Target, "message", rej.Message)
+	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+}
+
+// DeadLetter publishes the dead_lettered outcome of a command the runtime gave up on.
+func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string) error {
+	key := domain.KeyFromSubject(msg.Subject)
+	cmd, _ := domain.DecodeCommand(msg.Data, key, "")
+	if cmd.ID == "" {
+		cmd.ID = msg.Header.Get(domain.HeaderMsgID)
+	}
+	ev := domain.Event{
+		CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDeadLettered,
+		Message: reason, At: (time.Now)().UTC(), Actor: cmd.Actor, Force: cmd.Force, CommandSeq: msg.Seq,
+	}
+	if d.Now != nil {
+		ev.At = d.Now().UTC()
+	}
+	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
+	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
+}
+
+// eventMsgID is the de-duplication id of a command's outcome event: the command id, or the
+// command's stream sequence when the body had no readable id.
+func eventMsgID(commandID string, seq uint64) string {
+	if domain.ValidID(commandID) {
+		return commandID
+	}
+	return "seq-" + strconv.FormatUint(seq, 10)
+}
+
+func (d Deps) publish(ctx context.Context, key, msgID string, ev domain.Event) error {
+	b, err := domain.EncodeEvent(ev)
+	if err != nil {
+		return runtime.Permanent(err)
+	}
+	out := nats.NewMsg(domain.EventSubject(key))
+	out.Data = b
+	out.Header.Set(domain.HeaderMsgID, msgID)
+	if _, err := d.Events.PublishMsg(ctx, out); err != nil {
+		return fmt.Errorf("publish outcome event: %w", err)
+	}
+	return nil
+}
+
+func (d Deps) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.Default()
+	}
+	return d.Log
+}

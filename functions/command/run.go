@@ -1,0 +1,104 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/runtime"
+	"maintsignals/shared/store"
+)
+
+// Config configures a replica of the command function.
+type Config struct {
+	// MaxDeliver is the delivery budget before a command is dead-lettered; it matches
+	// provisioning (provision.Config.MaxDeliver).
+	MaxDeliver int
+	Log        *slog.Logger
+	Meter      metric.Meter
+
+	// Records and Events replace the bucket and the event publisher (fault injection in tests).
+	Records Records
+	Events  Publisher
+}
+
+// Run serves every command partition until ctx is cancelled, then drains. Any number of
+// replicas may run at once: each partition has one command in flight across all of them.
+func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	rc, err := Function(ctx, js, cfg)
+	if err != nil {
+		return err
+	}
+	return runtime.Run(ctx, js, rc)
+}
+
+// Function builds the runtime configuration of a command-function replica.
+func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.Config, error) {
+	if cfg.Records == nil {
+		st, err := store.Open(ctx, js)
+		if err != nil {
+			return runtime.Config{}, err
+		}
+		cfg.Records = st
+	}
+	if cfg.Events == nil {
+		cfg.Events = js
+	}
+	m, err := NewMetrics(cfg.Meter)
+	if err != nil {
+		return runtime.Config{}, err
+	}
+	consumers, err := partitionConsumers(ctx, js)
+	if err != nil {
+		return runtime.Config{}, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = provision.DefaultConfig().MaxDeliver
+	}
+	d := Deps{Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command")}
+	return runtime.Config{
+		Name:              "command",
+		Stream:            domain.CommandsStream,
+		Consumers:         consumers,
+		Handler:           func(ctx context.Context, msg runtime.Message) error { return Handle(ctx, d, msg) },
+		MaxDeliver:        cfg.MaxDeliver,
+		DeadLetterSubject: func(msg runtime.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
+		OnDeadLetter:      func(ctx context.Context, msg runtime.Message, reason string) error { return DeadLetter(ctx, d, msg, reason) },
+		Logger:            cfg.Log,
+		Meter:             cfg.Meter,
+	}, nil
+}
+
+// partitionConsumers finds the partition consumers that provisioning created, so that a
+// replica always serves every partition whatever the partition count.
+func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, error) {
+	s, err := js.Stream(ctx, domain.CommandsStream)
+	if err != nil {
+		return nil, fmt.Errorf("command function: stream %s: %w (run `maintctl provision`)", domain.CommandsStream, err)
+	}
+	var names []string
+	lister := s.ConsumerNames(ctx)
+	for n := range lister.Name() {
+		if strings.HasPrefix(n, provision.CommandConsumerPrefix) {
+			names = append(names, n)
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return nil, fmt.Errorf("command function: list consumers: %w", err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("command function: no %s* consumers on %s (run `maintctl provision`)", provision.CommandConsumerPrefix, domain.CommandsStream)
+	}
+	sort.Strings(names)
+	return names, nil
+}

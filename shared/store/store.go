@@ -1,0 +1,137 @@
+// Package store keeps entity records in the JetStream key-value bucket, with optimistic
+// concurrency, and reads the whole bucket in one streaming pass.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// ErrConflict is returned by Put when the record changed since it was read.
+var ErrConflict = errors.New("record changed since it was read")
+
+// Store is the bucket of records.
+type Store struct {
+	js jetstream.JetStream
+	kv jetstream.KeyValue
+}
+
+// Open binds to the bucket, which provisioning created.
+func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
+	kv, err := js.KeyValue(ctx, domain.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", domain.Bucket, err)
+	}
+	return &Store{js: js, kv: kv}, nil
+}
+
+// Get returns the record of key and its revision. An entity never seen gives a zero record in
+// state None and revision 0.
+func (s *Store) Get(ctx context.Context, key string) (domain.Record, uint64, error) {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return domain.Record{State: domain.StateNone}, 0, nil
+	}
+	if err != nil {
+		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	r, err := domain.DecodeRecord(e.Value())
+	if err != nil {
+		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	return r, e.Revision(), nil
+}
+
+// Put writes the record if it is still at revision rev (0: if the key has no value) and returns
+// the new revision. A concurrent change gives ErrConflict: re-read and re-apply.
+func (s *Store) Put(ctx context.Context, key string, r domain.Record, rev uint64) (uint64, error) {
+	b, err := domain.EncodeRecord(r)
+	if err != nil {
+		return 0, err
+	}
+	var newRev uint64
+	if rev == 0 {
+		newRev, err = s.kv.Create(ctx, key, b)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
+		}
+	} else {
+		newRev, err = s.kv.Update(ctx, key, b, rev)
+		// On a replicated bucket a racing write comes back as 10164, which ErrKeyExists misses;
+		// ErrKeyRevisionMismatch matches both codes.
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("put %s: %w", key, err)
+	}
+	return newRev, nil
+}
+
+// Entry is one record of a scan.
+type Entry struct {
+	Key      string
+	Revision uint64
+	Record   domain.Record
+}
+
+// ErrCorruptRecord is passed to a scan callback for a value that does not decode.
+var ErrCorruptRecord = errors.New("corrupt record")
+
+// Scan calls fn for every current record, in one streaming pass over the bucket as it is when
+// the scan starts: an ordered consumer on the bucket's stream delivering the last value per
+// key (not a Get per key, and without the watcher's small channel). A value that does not
+// decode reaches fn with an error wrapping ErrCorruptRecord; fn's error stops the scan.
+func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error) error {
+	info, err := s.kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	if info.Values() == 0 {
+		return nil
+	}
+	stream := "KV_" + domain.Bucket
+	prefix := "$KV." + domain.Bucket + "."
+	cons, err := s.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{prefix + ">"},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("scan: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("scan: %w", err)
+		}
+		if op := msg.Headers().Get("KV-Operation"); op == "" {
+			e := Entry{Key: strings.TrimPrefix(msg.Subject(), prefix), Revision: md.Sequence.Stream}
+			var derr error
+			if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
+				derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)
+			}
+			if err := fn(e, derr); err != nil {
+				return err
+			}
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
