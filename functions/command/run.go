@@ -73,9 +73,11 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 		Handler:           func(ctx context.Context, msg runtime.Message) error { return Handle(ctx, d, msg) },
 		MaxDeliver:        cfg.MaxDeliver,
 		DeadLetterSubject: func(msg runtime.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
-		OnDeadLetter:      func(ctx context.Context, msg runtime.Message, reason string) error { return DeadLetter(ctx, d, msg, reason) },
-		Logger:            cfg.Log,
-		Meter:             cfg.Meter,
+		OnDeadLetter: func(ctx context.Context, msg runtime.Message, reason string) error {
+			return DeadLetter(ctx, d, msg, reason)
+		},
+		Logger: cfg.Log,
+		Meter:  cfg.Meter,
 	}, nil
 }
 
