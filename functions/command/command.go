@@ -48,10 +48,7 @@ const maxConflicts = 5
 // Handle applies one command message. It returns nil when the command has its outcome (applied,
 // rejected or duplicate) published, and an error when the work must be retried.
 func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
+	now := d.clock()
 	key := domain.KeyFromSubject(msg.Subject)
 	msgID := msg.Header.Get(domain.HeaderMsgID)
 	cmd, rej := domain.DecodeCommand(msg.Data, key, msgID)
@@ -135,19 +132,23 @@ func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd d
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
 }
 
-// DeadLetter publishes the dead_lettered outcome of a command the runtime gave up on.
+// DeadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
+// the record shows the command was applied and only its event failed, in which case the
+// applied event is published (an outcome is never replaced by a wrong one).
 func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	cmd, _ := domain.DecodeCommand(msg.Data, key, "")
 	if cmd.ID == "" {
 		cmd.ID = msg.Header.Get(domain.HeaderMsgID)
 	}
+	if rec, rev, err := d.Records.Get(ctx, key); err == nil && rec.LastCommandSeq == msg.Seq && rec.LastEvent != nil {
+		ev := *rec.LastEvent
+		ev.Revision = rev
+		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+	}
 	ev := domain.Event{
 		CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDeadLettered,
-		Message: reason, At: (time.Now)().UTC(), Actor: cmd.Actor, Force: cmd.Force, CommandSeq: msg.Seq,
-	}
-	if d.Now != nil {
-		ev.At = d.Now().UTC()
+		Message: reason, At: d.clock()().UTC(), Actor: cmd.Actor, Force: cmd.Force, CommandSeq: msg.Seq,
 	}
 	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
@@ -174,6 +175,13 @@ func (d Deps) publish(ctx context.Context, key, msgID string, ev domain.Event) e
 		return fmt.Errorf("publish outcome event: %w", err)
 	}
 	return nil
+}
+
+func (d Deps) clock() func() time.Time {
+	if d.Now == nil {
+		return time.Now
+	}
+	return d.Now
 }
 
 func (d Deps) log() *slog.Logger {

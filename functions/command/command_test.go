@@ -234,3 +234,19 @@ func TestHandle_ExhaustedRetriesAreDeadLettered(t *testing.T) {
 		t.Fatalf("event %+v", evs[1])
 	}
 }
+
+func TestDeadLetter_AppliedCommandKeepsItsAppliedOutcome(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 3 }))
+	// Every try writes nothing new after the first, and the event fails three times: the
+	// runtime gives up, yet the outcome must say what happened to the record.
+	startReplicas(t, env, 1, command.Config{Events: &flakyEvents{Publisher: env.JS, n: 3}, MaxDeliver: 3})
+	key := domain.MustKey(cluster)
+	send(t, env.JS, domain.Command{ID: "a-1", ResourceID: cluster, Task: domain.TaskPending})
+	evs := events(t, env.JS, key, 1)
+	if evs[0].Outcome != domain.OutcomeApplied || evs[0].CommandID != "a-1" {
+		t.Fatalf("event %+v, want the applied outcome", evs[0])
+	}
+	if rec, rev := record(t, env, key); rev != 1 || rec.State != domain.StatePending {
+		t.Fatalf("record %+v at revision %d", rec, rev)
+	}
+}
