@@ -85,41 +85,7 @@ func events(t *testing.T, js jetstream.JetStream, key string, want int) []domain
 
 func readEvents(t *testing.T, js jetstream.JetStream, filter string) []domain.Event {
 	t.Helper()
-	ctx := context.Background()
-	s, err := js.Stream(ctx, domain.EventsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs == 0 {
-		return nil
-	}
-	c, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []domain.Event
-	for {
-		batch, err := c.FetchNoWait(1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			ev, err := domain.DecodeEvent(m.Data())
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, ev)
-		}
-		if n == 0 {
-			return out
-		}
-	}
+	return testenv.Events(t, js, filter)
 }
 
 func record(t *testing.T, env *testenv.Env, key string) (domain.Record, uint64) {

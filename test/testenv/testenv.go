@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 )
 
@@ -68,4 +69,33 @@ func Connect(t testing.TB, s *embedded.Server) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// Events reads every outcome event stored under filter (a subject or wildcard), oldest first.
+func Events(t testing.TB, js jetstream.JetStream, filter string) []domain.Event {
+	t.Helper()
+	ctx := context.Background()
+	c, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []domain.Event
+	for {
+		batch, err := c.FetchNoWait(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			ev, err := domain.DecodeEvent(m.Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ev)
+		}
+		if n == 0 {
+			return out
+		}
+	}
 }
