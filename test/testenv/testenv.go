@@ -99,3 +99,13 @@ func Events(t testing.TB, js jetstream.JetStream, filter string) []domain.Event 
 		}
 	}
 }
+
+// JetStream wraps a connection.
+func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}

@@ -1,0 +1,249 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
+)
+
+// ResourceIDs makes n distinct cluster resource IDs (with upper case and dots, as in real life).
+func ResourceIDs(prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("/subscriptions/0b1f6471-1bf0-4dda-aec3-%012d/resourceGroups/rg-%s/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s.%03d", i, prefix, prefix, i)
+	}
+	return ids
+}
+
+// RandomCommands makes n commands over the given entities with every task, forced or not,
+// including ones the state machine will refuse.
+func RandomCommands(rng *rand.Rand, n int, ids []string) []domain.Command {
+	cmds := make([]domain.Command, n)
+	for i := range cmds {
+		c := domain.Command{
+			ID:         fmt.Sprintf("cmd-%06d", i),
+			ResourceID: ids[rng.IntN(len(ids))],
+			Task:       domain.Tasks[rng.IntN(len(domain.Tasks))],
+			Force:      rng.IntN(8) == 0,
+			Actor:      "load",
+		}
+		switch c.Task {
+		case domain.TaskUpdateFailed:
+			c.Error = fmt.Sprintf("failure %d", i)
+		case domain.TaskPending:
+			if rng.IntN(2) == 0 {
+				s := time.Date(2026, 12, 1+rng.IntN(20), 0, 0, 0, 0, time.UTC)
+				c.Window = &domain.Window{Start: s, End: s.Add(time.Duration(1+rng.IntN(8)) * time.Hour)}
+				c.Reason = "announced"
+			}
+		}
+		cmds[i] = c
+	}
+	return cmds
+}
+
+// PublishAll publishes the commands as fast as the server takes them, with their ids as
+// Nats-Msg-Id, and retries a failed publish with the same id until it is stored (a publish that
+// timed out may have been stored; the id makes the retry harmless). onAcked, if set, is called
+// with the number of commands stored so far.
+func PublishAll(t testing.TB, js jetstream.JetStream, cmds []domain.Command, onAcked func(int)) {
+	t.Helper()
+	const window = 256
+	pending := make([]jetstream.PubAckFuture, 0, window)
+	acked := 0
+	settle := func() {
+		for _, f := range pending {
+			select {
+			case <-f.Ok():
+			case <-f.Err():
+				publishSync(t, js, f.Msg())
+			case <-time.After(10 * time.Second):
+				publishSync(t, js, f.Msg())
+			}
+			acked++
+			if onAcked != nil {
+				onAcked(acked)
+			}
+		}
+		pending = pending[:0]
+	}
+	for _, c := range cmds {
+		m := CommandMsg(c)
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			publishSync(t, js, m)
+			acked++
+			continue
+		}
+		pending = append(pending, f)
+		if len(pending) == window {
+			settle()
+		}
+	}
+	settle()
+}
+
+// CommandMsg is the message an integrator publishes for a command.
+func CommandMsg(c domain.Command) *nats.Msg {
+	b, _ := json.Marshal(c)
+	m := nats.NewMsg(domain.CommandSubject(domain.MustKey(c.ResourceID)))
+	m.Data = b
+	m.Header.Set(domain.HeaderMsgID, c.ID)
+	return m
+}
+
+func publishSync(t testing.TB, js jetstream.JetStream, m *nats.Msg) {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		again := nats.NewMsg(m.Subject)
+		again.Data, again.Header = m.Data, m.Header
+		_, err := js.PublishMsg(ctx, again)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("publish %s: %v", m.Header.Get(domain.HeaderMsgID), err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Counts sums up what became of the commands of a load.
+type Counts struct {
+	Sent, Applied, Rejected, DeadLettered, Duplicate, Lost, MultipleOutcomes int
+}
+
+func (c Counts) String() string {
+	return fmt.Sprintf("sent %d, applied %d, rejected %d, dead-lettered %d, duplicate %d, lost %d, more than one outcome %d",
+		c.Sent, c.Applied, c.Rejected, c.DeadLettered, c.Duplicate, c.Lost, c.MultipleOutcomes)
+}
+
+// Verify waits (up to wait) until every sent command has an outcome, then checks that each has
+// exactly one terminal outcome and that every entity's outcomes and final record equal a
+// sequential application of its commands, in the order the stream stored them, through the
+// pure state machine (dead-lettered commands are not applied). It reports the counts.
+func Verify(t testing.TB, js jetstream.JetStream, sent []domain.Command, wait time.Duration) Counts {
+	t.Helper()
+	counts := Counts{Sent: len(sent)}
+	want := map[string]bool{}
+	for _, c := range sent {
+		want[c.ID] = true
+	}
+	var evs []domain.Event
+	deadline := time.Now().Add(wait)
+	for {
+		evs = Events(t, js, domain.EventPrefix+"*")
+		have := map[string]bool{}
+		for _, ev := range evs {
+			have[ev.CommandID] = true
+		}
+		missing := 0
+		for id := range want {
+			if !have[id] {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			counts.Lost = missing
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	byID := map[string][]domain.Event{}
+	for _, ev := range evs {
+		byID[ev.CommandID] = append(byID[ev.CommandID], ev)
+		switch ev.Outcome {
+		case domain.OutcomeApplied:
+			counts.Applied++
+		case domain.OutcomeRejected:
+			counts.Rejected++
+		case domain.OutcomeDeadLettered:
+			counts.DeadLettered++
+		case domain.OutcomeDuplicate:
+			counts.Duplicate++
+		}
+	}
+	for id, list := range byID {
+		if want[id] && len(list) > 1 {
+			counts.MultipleOutcomes++
+			t.Errorf("command %s has %d outcomes: %+v", id, len(list), list)
+		}
+	}
+	if counts.Lost > 0 {
+		t.Errorf("%d commands have no outcome", counts.Lost)
+	}
+
+	// Stored order per entity.
+	byKey := map[string][]domain.Command{}
+	cons, err := js.OrderedConsumer(context.Background(), domain.CommandsStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var c domain.Command
+			if json.Unmarshal(m.Data(), &c) != nil || !want[c.ID] {
+				continue
+			}
+			key := domain.KeyFromSubject(m.Subject())
+			byKey[key] = append(byKey[key], c)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	st, err := store.Open(context.Background(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, cmds := range byKey {
+		model := domain.Record{State: domain.StateNone}
+		for _, c := range cmds {
+			list := byID[c.ID]
+			if len(list) == 0 {
+				continue
+			}
+			got := list[0]
+			if got.Outcome == domain.OutcomeDeadLettered {
+				continue
+			}
+			next, tr, rej := domain.Apply(model, c, time.Now())
+			switch {
+			case rej != nil && (got.Outcome != domain.OutcomeRejected || got.Code != rej.Code || got.From != model.State):
+				t.Errorf("%s: %s: outcome %s %s from %s, model says rejected %s in %s", key, c.ID, got.Outcome, got.Code, got.From, rej.Code, model.State)
+			case rej == nil && (got.Outcome != domain.OutcomeApplied || got.From != tr.From || got.To != tr.To):
+				t.Errorf("%s: %s: outcome %s %s->%s, model says applied %s->%s", key, c.ID, got.Outcome, got.From, got.To, tr.From, tr.To)
+			}
+			if rej == nil {
+				model = next
+			}
+		}
+		rec, _, err := st.Get(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.State != model.State || rec.Updating != model.Updating || rec.Task != model.Task || rec.LastError != model.LastError || rec.Reason != model.Reason {
+			t.Errorf("%s: final record %s updating=%t task=%q lastError=%q, model %s updating=%t task=%q lastError=%q",
+				key, rec.State, rec.Updating, rec.Task, rec.LastError, model.State, model.Updating, model.Task, model.LastError)
+		}
+	}
+	return counts
+}
