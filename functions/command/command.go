@@ -71,6 +71,13 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 			d.log().Info("redelivered command already applied; republishing its outcome", "key", key, "command_id", cmd.ID)
 			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
 		}
+		// Commands of an entity are handled in stream order, so an older one was handled
+		// already and its outcome published before it was acked: a consumer that redelivers it
+		// (after a leader change) must not have it judged again against a newer state.
+		if msg.Seq < rec.LastCommandSeq {
+			d.log().Info("stale redelivery of a command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq, "last_seq", rec.LastCommandSeq)
+			return nil
+		}
 		if rec.Seen(cmd.ID) {
 			ev := domain.Event{
 				CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDuplicate,

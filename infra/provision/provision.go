@@ -355,40 +355,64 @@ func streamDiff(have, want jetstream.StreamConfig) []string {
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) Change {
 	ch := Change{Kind: "bucket", Name: want.Bucket}
-	s, err := js.Stream(ctx, "KV_"+want.Bucket)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	name := "KV_" + want.Bucket
+	s, err := js.Stream(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if _, err := js.CreateKeyValue(ctx, want); err != nil {
 			ch.Action, ch.Err = Failed, err
 			return ch
 		}
 		ch.Action = Created
-		return ch
-	}
-	if err != nil {
+	case err != nil:
 		ch.Action, ch.Err = Failed, err
 		return ch
-	}
-	have := s.CachedInfo().Config
-	add := func(name string, differ bool) {
-		if differ {
-			ch.Fields = append(ch.Fields, name)
+	default:
+		have := s.CachedInfo().Config
+		add := func(name string, differ bool) {
+			if differ {
+				ch.Fields = append(ch.Fields, name)
+			}
 		}
+		add("history", have.MaxMsgsPerSubject != int64(want.History))
+		add("storage", have.Storage != want.Storage)
+		add("replicas", have.Replicas != want.Replicas)
+		add("description", have.Description != want.Description)
+		add("allow_direct", have.AllowDirect)
+		if len(ch.Fields) == 0 {
+			ch.Action = Unchanged
+			return ch
+		}
+		if _, err := js.UpdateKeyValue(ctx, want); err != nil {
+			ch.Action = Failed
+			ch.Err = fmt.Errorf("NATS does not allow changing %s of an existing bucket: %w", strings.Join(ch.Fields, ", "), err)
+			return ch
+		}
+		ch.Action = Updated
 	}
-	add("history", have.MaxMsgsPerSubject != int64(want.History))
-	add("storage", have.Storage != want.Storage)
-	add("replicas", have.Replicas != want.Replicas)
-	add("description", have.Description != want.Description)
-	if len(ch.Fields) == 0 {
-		ch.Action = Unchanged
-		return ch
+	// Reads go to the stream leader: a direct get may be answered by a follower that lags, and
+	// a command judged on a stale record could be wrongly refused (a refusal writes nothing, so
+	// no compare-and-swap would catch it).
+	if err := disableDirect(ctx, js, name); err != nil {
+		ch.Action, ch.Err = Failed, err
 	}
-	if _, err := js.UpdateKeyValue(ctx, want); err != nil {
-		ch.Action = Failed
-		ch.Err = fmt.Errorf("NATS does not allow changing %s of an existing bucket: %w", strings.Join(ch.Fields, ", "), err)
-		return ch
-	}
-	ch.Action = Updated
 	return ch
+}
+
+func disableDirect(ctx context.Context, js jetstream.JetStream, stream string) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	cfg := s.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return nil
+	}
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("turn off direct gets on %s: %w", stream, err)
+	}
+	return nil
 }
 
 func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, want jetstream.ConsumerConfig) Change {

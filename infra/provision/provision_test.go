@@ -46,6 +46,11 @@ func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 	if _, err := env.JS.Consumer(ctx, domain.ScheduleStream, provision.EmitterConsumer); err != nil {
 		t.Errorf("emitter consumer: %v", err)
 	}
+	// Reads of the bucket go to its leader, never to a follower that may lag.
+	kv, _ := env.JS.Stream(ctx, "KV_"+domain.Bucket)
+	if kv.CachedInfo().Config.AllowDirect {
+		t.Error("bucket allows direct gets")
+	}
 }
 
 func TestRun_CommandsArePartitionedByKey(t *testing.T) {

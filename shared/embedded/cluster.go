@@ -221,3 +221,27 @@ func freePorts(host string, n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// MoveLeader asks the leader of a stream to step down in favour of node i, so that a test can
+// put the leaders of several streams on one node.
+func (c *Cluster) MoveLeader(ctx context.Context, nc *nats.Conn, stream string, i int) error {
+	if c.Leader(stream) == i {
+		return nil
+	}
+	req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, fmt.Sprintf("%s-%d", c.cfg.Name, i))
+	resp, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, []byte(req))
+	if err != nil {
+		return fmt.Errorf("embedded: step down %s: %w", stream, err)
+	}
+	if strings.Contains(string(resp.Data), `"error"`) {
+		return fmt.Errorf("embedded: step down %s: %s", stream, resp.Data)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Leader(stream) != i {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("embedded: %s leader did not move to node %d", stream, i)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
