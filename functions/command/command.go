@@ -73,8 +73,9 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		}
 		// Commands of an entity are handled in stream order, so an older one was handled
 		// already and its outcome published before it was acked: a consumer that redelivers it
-		// (after a leader change) must not have it judged again against a newer state.
-		if msg.Seq < rec.LastCommandSeq {
+		// (after a leader change) must not have it judged again against a newer state. A first
+		// delivery with a lower sequence means the stream was recreated: handle it.
+		if msg.Delivered > 1 && msg.Seq < rec.LastCommandSeq {
 			d.log().Info("stale redelivery of a command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq, "last_seq", rec.LastCommandSeq)
 			return nil
 		}

@@ -250,3 +250,18 @@ func TestDeadLetter_AppliedCommandKeepsItsAppliedOutcome(t *testing.T) {
 		t.Fatalf("record %+v at revision %d", rec, rev)
 	}
 }
+
+func TestHandle_RecreatedCommandsStreamStillApplies(t *testing.T) {
+	env := testenv.Start(t)
+	st, _ := store.Open(context.Background(), env.JS)
+	key := domain.MustKey(cluster)
+	// A record written when the commands stream had reached sequence 1000.
+	if _, err := st.Put(context.Background(), key, domain.Record{ResourceID: cluster, State: domain.StatePending, LastCommandSeq: 1000, LastCommandID: "old"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	startReplicas(t, env, 1, command.Config{})
+	send(t, env.JS, domain.Command{ID: "after-reset", ResourceID: cluster, Task: domain.TaskEverything})
+	if ev := events(t, env.JS, key, 1)[0]; ev.Outcome != domain.OutcomeApplied || ev.To != domain.StatePlanned {
+		t.Fatalf("event %+v: a command on a recreated stream must be handled", ev)
+	}
+}
