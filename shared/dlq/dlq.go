@@ -1,0 +1,104 @@
+// Package dlq reads the dead-letter stream and sends dead letters through again.
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/runtime"
+)
+
+// HeaderReplayOf marks a replayed command with the dead-letter sequence it came from.
+const HeaderReplayOf = "Maint-Replay-Of"
+
+// Letter is one dead-lettered command.
+type Letter struct {
+	Seq        uint64    `json:"seq"` // sequence in MAINT_DLQ
+	Key        string    `json:"key"`
+	CommandID  string    `json:"commandId"`
+	Reason     string    `json:"reason"`
+	Deliveries int       `json:"deliveries"`
+	At         time.Time `json:"at"`
+	Body       []byte    `json:"body"`
+}
+
+// ErrNotFound is returned when a dead letter does not exist.
+var ErrNotFound = errors.New("dead letter not found")
+
+// List returns the dead letters, oldest first.
+func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
+	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	var out []Letter
+	for {
+		batch, err := cons.FetchNoWait(500)
+		if err != nil {
+			return nil, fmt.Errorf("dead letters: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, fmt.Errorf("dead letters: %w", err)
+			}
+			out = append(out, letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp))
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, fmt.Errorf("dead letters: %w", err)
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
+
+func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.Time) Letter {
+	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(runtime.HeaderDLQReason), Body: body, At: stored}
+	l.Deliveries, _ = strconv.Atoi(h.Get(runtime.HeaderDLQDeliveries))
+	if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
+		l.CommandID = cmd.ID
+	}
+	if l.CommandID == "" {
+		l.CommandID = h.Get(domain.HeaderMsgID)
+	}
+	return l
+}
+
+// Replay sends dead letter seq through the command function again and removes it from the
+// dead-letter stream. The command keeps its id, so a command that was in fact applied comes
+// back as a duplicate, never as a second change. The copy is published without Nats-Msg-Id
+// so that the commands stream's de-duplication window does not swallow it.
+func Replay(ctx context.Context, js jetstream.JetStream, seq uint64) (*jetstream.PubAck, error) {
+	s, err := js.Stream(ctx, domain.DLQStream)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	raw, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("replay %d: %w", seq, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replay %d: %w", seq, err)
+	}
+	out := nats.NewMsg(domain.CommandSubject(domain.KeyFromSubject(raw.Subject)))
+	out.Data = raw.Data
+	out.Header.Set(HeaderReplayOf, strconv.FormatUint(seq, 10))
+	ack, err := js.PublishMsg(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("replay %d: %w", seq, err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return ack, fmt.Errorf("replay %d: sent, but not removed from %s: %w", seq, domain.DLQStream, err)
+	}
+	return ack, nil
+}

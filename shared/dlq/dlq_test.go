@@ -1,0 +1,139 @@
+package dlq_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"maintsignals/functions/command"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/dlq"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/runtime"
+	"maintsignals/shared/store"
+	"maintsignals/test/testenv"
+)
+
+// outage makes the bucket unreachable while down is set.
+type outage struct {
+	command.Records
+	down atomic.Bool
+}
+
+func (o *outage) Get(ctx context.Context, key string) (domain.Record, uint64, error) {
+	if o.down.Load() {
+		return domain.Record{}, 0, errors.New("injected: bucket unreachable")
+	}
+	return o.Records.Get(ctx, key)
+}
+
+const cluster = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/dlq-1"
+
+func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
+	ctx, cancel := context.WithCancel(context.Background())
+	st, _ := store.Open(ctx, env.JS)
+	rec := &outage{Records: st}
+	rec.down.Store(true)
+	rc, err := command.Function(ctx, env.JS, command.Config{Records: rec, MaxDeliver: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Backoff = []time.Duration{10 * time.Millisecond}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = runtime.Run(ctx, env.JS, rc) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	m := testenv.CommandMsg(domain.Command{ID: "r-1", ResourceID: cluster, Task: domain.TaskPending})
+	if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var letters []dlq.Letter
+	for deadline := time.Now().Add(10 * time.Second); len(letters) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no dead letter")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if letters, err = dlq.List(ctx, env.JS); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := letters[0]
+	if l.CommandID != "r-1" || l.Key != domain.MustKey(cluster) || !strings.Contains(l.Reason, "bucket unreachable") || l.Deliveries != 2 {
+		t.Fatalf("letter %+v", l)
+	}
+
+	rec.down.Store(false)
+	if _, err := dlq.Replay(ctx, env.JS, l.Seq); err != nil {
+		t.Fatal(err)
+	}
+	key := domain.MustKey(cluster)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r, _, err := st.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State == domain.StatePending && r.LastCommandID == "r-1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replayed command not applied: %+v", r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left, _ := dlq.List(ctx, env.JS); len(left) != 0 {
+		t.Fatalf("replayed letter still listed: %+v", left)
+	}
+	// Replaying it again is harmless: the letter is gone.
+	if _, err := dlq.Replay(ctx, env.JS, l.Seq); !errors.Is(err, dlq.ErrNotFound) {
+		t.Fatalf("second replay: %v, want ErrNotFound", err)
+	}
+}
+
+func TestReplay_AppliedCommandComesBackAsDuplicate(t *testing.T) {
+	env := testenv.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = command.Run(ctx, env.JS, command.Config{}) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	key := domain.MustKey(cluster)
+	cmd := domain.Command{ID: "r-2", ResourceID: cluster, Task: domain.TaskPending}
+	if _, err := env.JS.PublishMsg(ctx, testenv.CommandMsg(cmd)); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the applied command lands in the DLQ (as if an operator had put it there).
+	copyMsg := testenv.CommandMsg(cmd)
+	copyMsg.Subject = domain.DLQSubject(key)
+	ack, err := env.JS.PublishMsg(ctx, copyMsg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOutcomes(t, env, key, 1)
+	if _, err := dlq.Replay(ctx, env.JS, ack.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	evs := waitOutcomes(t, env, key, 2)
+	if evs[0].Outcome != domain.OutcomeApplied || evs[1].Outcome != domain.OutcomeDuplicate {
+		t.Fatalf("outcomes %+v, want applied then duplicate", evs)
+	}
+}
+
+func waitOutcomes(t *testing.T, env *testenv.Env, key string, n int) []domain.Event {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		evs := testenv.Events(t, env.JS, domain.EventSubject(key))
+		if len(evs) >= n {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d outcomes, want %d", len(evs), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
