@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/functions/command"
+	"maintsignals/shared/domain"
+)
+
+// rawGetUpdate is the raw limit: workers doing KV Get + Update on distinct keys, nothing else.
+func rawGetUpdate(ctx context.Context, js jetstream.JetStream, workers int, d time.Duration) (float64, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench_raw", History: 1})
+	if err != nil {
+		return 0, err
+	}
+	defer js.DeleteKeyValue(context.WithoutCancel(ctx), "bench_raw")
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		key := fmt.Sprintf("k%d", w)
+		rev, err := kv.Create(ctx, key, []byte(`{"state":"None"}`))
+		if err != nil {
+			return 0, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				e, err := kv.Get(ctx, key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if rev, err = kv.Update(ctx, key, e.Value(), rev); err != nil {
+					errs <- err
+					return
+				}
+				ops.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(ops.Load()) / time.Since(start).Seconds(), nil
+}
+
+// alwaysApplied alternates Pending and None so that every command is applied: each one costs
+// the whole path (read, write, event).
+func alwaysApplied(i, keys int, run string) domain.Command {
+	task := domain.TaskPending
+	if (i/keys)%2 == 1 {
+		task = domain.TaskNone
+	}
+	return domain.Command{
+		ID:         fmt.Sprintf("%s-%d", run, i),
+		ResourceID: fmt.Sprintf("/subscriptions/bench/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s-%d", run, i%keys),
+		Task:       task,
+	}
+}
+
+// startReplicas runs n command-function replicas, each on its own connection.
+func startReplicas(ctx context.Context, connect func() (*nats.Conn, error), n int) (stop func(), err error) {
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		nc, err := connect()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		js, _ := jetstream.New(nc)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer nc.Close()
+			_ = command.Run(cctx, js, command.Config{})
+		}()
+	}
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+// outcomes counts outcome events and records when each command's arrived.
+type outcomes struct {
+	mu   sync.Mutex
+	at   map[string]time.Time
+	done chan struct{}
+	want int
+}
+
+func watchOutcomes(nc *nats.Conn, want int) (*outcomes, *nats.Subscription, error) {
+	o := &outcomes{at: make(map[string]time.Time, want), done: make(chan struct{}), want: want}
+	sub, err := nc.Subscribe(domain.EventPrefix+"*", func(m *nats.Msg) {
+		now := time.Now()
+		ev, err := domain.DecodeEvent(m.Data)
+		if err != nil {
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if _, dup := o.at[ev.CommandID]; dup {
+			return
+		}
+		o.at[ev.CommandID] = now
+		if len(o.at) == o.want {
+			close(o.done)
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	sub.SetPendingLimits(-1, -1)
+	return o, sub, nil
+}
+
+// commandThroughput publishes n always-applied commands over keys entities as fast as the
+// server takes them and returns commands per second from the first publish to the last event.
+func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int) (float64, error) {
+	o, sub, err := watchOutcomes(nc, n)
+	if err != nil {
+		return 0, err
+	}
+	defer sub.Unsubscribe()
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := js.PublishMsgAsync(commandMsg(alwaysApplied(i, keys, "tp"))); err != nil {
+			return 0, err
+		}
+	}
+	select {
+	case <-o.done:
+	case <-time.After(5 * time.Minute):
+		return 0, fmt.Errorf("throughput: %d of %d outcomes", len(o.at), n)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// commandLatency offers rate commands per second for d and returns the p50 and p99 latency from
+// publish to outcome event.
+func commandLatency(ctx context.Context, nc *nats.Conn, rate int, d time.Duration, keys int) (p50, p99 time.Duration, err error) {
+	n := int(float64(rate) * d.Seconds())
+	o, sub, err := watchOutcomes(nc, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer sub.Unsubscribe()
+	js, _ := jetstream.New(nc)
+	sent := make(map[string]time.Time, n)
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		c := alwaysApplied(i, keys, "lat")
+		sent[c.ID] = time.Now()
+		if _, err := js.PublishMsgAsync(commandMsg(c)); err != nil {
+			return 0, 0, err
+		}
+	}
+	select {
+	case <-o.done:
+	case <-time.After(2 * time.Minute):
+		return 0, 0, fmt.Errorf("latency: %d of %d outcomes", len(o.at), n)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lat := make([]time.Duration, 0, n)
+	for id, t0 := range sent {
+		lat = append(lat, o.at[id].Sub(t0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
+
+func commandMsg(c domain.Command) *nats.Msg {
+	b, _ := c.Encode()
+	m := nats.NewMsg(domain.CommandSubject(domain.MustKey(c.ResourceID)))
+	m.Data = b
+	m.Header.Set(domain.HeaderMsgID, c.ID)
+	return m
+}

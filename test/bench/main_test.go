@@ -1,0 +1,22 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestRun_SmokeRunPrintsEveryFigure keeps the benchmark from rotting: a small run must finish and
+// print the tracked lines. It asserts no figure.
+func TestRun_SmokeRunPrintsEveryFigure(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), smoke, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"ratio command_throughput ", "ms command_p99 "} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("output lacks %q:\n%s", line, out.String())
+		}
+	}
+}
