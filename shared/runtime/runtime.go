@@ -143,7 +143,11 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			for _, c := range ccs {
 				c.Stop()
 			}
+			// Stop does not wait for a callback blocked on a full queue: cancel the handlers so
+			// the workers free it, then close the queues once no callback is sending.
+			hcancel()
 			r.closeQueues()
+			workers.Wait()
 			return err
 		}
 		ccs = append(ccs, cc)
@@ -181,16 +185,41 @@ type runner struct {
 	log     *slog.Logger
 
 	mu     sync.Mutex
-	queues []chan jetstream.Msg
+	queues []chan held
+
+	// sending is held (read) by consume callbacks while they hand a message over, so that the
+	// queues are closed only when no callback is sending on them.
+	sending sync.RWMutex
+	closed  bool
+}
+
+// held is a message handed to a worker, kept alive from the moment the callback received it.
+type held struct {
+	msg  jetstream.Msg
+	stop func()
 }
 
 func (r *runner) closeQueues() {
+	r.sending.Lock()
+	defer r.sending.Unlock()
+	r.closed = true
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, q := range r.queues {
 		close(q)
 	}
 	r.queues = nil
+}
+
+// enqueue hands msg to the workers. It may wait for a free slot, so the message is kept alive
+// from here on: while it waits behind slow handlers, its ack wait must not run out.
+func (r *runner) enqueue(q chan held, msg jetstream.Msg, ackWait time.Duration) {
+	r.sending.RLock()
+	defer r.sending.RUnlock()
+	if r.closed {
+		return // stopped: the server redelivers it after the ack wait
+	}
+	q <- held{msg: msg, stop: keepAlive(msg, ackWait)}
 }
 
 func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.WaitGroup) (jetstream.ConsumeContext, error) {
@@ -202,9 +231,9 @@ func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.W
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second
 	}
-	// The callback only hands the message over; the buffer holds what one pull may bring, so
-	// the callback never waits on a slow handler.
-	q := make(chan jetstream.Msg, r.cfg.Concurrency)
+	// The callback only hands the message over; the buffer holds what one pull may bring. When
+	// every worker is busy the callback waits, with the message kept alive (see enqueue).
+	q := make(chan held, r.cfg.Concurrency)
 	r.mu.Lock()
 	r.queues = append(r.queues, q)
 	r.mu.Unlock()
@@ -212,13 +241,17 @@ func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.W
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for msg := range q {
-				r.process(hctx, name, ackWait, msg)
+			for h := range q {
+				r.process(hctx, name, h.msg, h.stop)
 			}
 		}()
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { q <- msg },
-		jetstream.PullMaxMessages(r.cfg.Concurrency),
+	cc, err := cons.Consume(func(msg jetstream.Msg) { r.enqueue(q, msg, ackWait) },
+		// A pull of one message at a time stalls now and then until the pull expires (seen with
+		// nats.go v1.55); a little more headroom avoids it. With MaxAckPending equal to the
+		// concurrency (as provisioned) the server never sends more than the workers can take.
+		jetstream.PullMaxMessages(r.cfg.Concurrency+2),
+		jetstream.PullExpiry(10*time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 				r.log.Debug("consume", "consumer", name, "err", err)
@@ -241,10 +274,9 @@ func toMessage(msg jetstream.Msg, consumer string) Message {
 }
 
 // process runs the handler on one message and settles it.
-func (r *runner) process(ctx context.Context, consumer string, ackWait time.Duration, raw jetstream.Msg) {
+func (r *runner) process(ctx context.Context, consumer string, raw jetstream.Msg, stop func()) {
 	msg := toMessage(raw, consumer)
 	start := time.Now()
-	stop := keepAlive(raw, ackWait)
 	err := r.call(ctx, msg)
 	stop()
 	result := r.settle(ctx, raw, msg, err)
