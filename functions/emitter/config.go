@@ -1,0 +1,95 @@
+package emitter
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults.
+const (
+	DefaultRetention     = 24 * time.Hour
+	DefaultExportTimeout = 30 * time.Second
+	// DefaultBatchSize is the data points of one request: with resource IDs of typical
+	// length a request stays near 2 MB, half of a collector's default 4 MiB gRPC limit.
+	DefaultBatchSize = 10000
+	// DefaultMaxRequestBytes caps a request's estimated size, so that unusually long
+	// resource IDs (up to 512 bytes) cannot push a full batch over 4 MiB.
+	DefaultMaxRequestBytes = 3 << 20
+)
+
+// ErrInvalidConfig is wrapped by configuration errors.
+var ErrInvalidConfig = errors.New("invalid emitter config")
+
+// Config configures the emitter. Zero fields take the defaults.
+type Config struct {
+	// Retention is how long an entity in None keeps being emitted after its stateSince.
+	Retention time.Duration
+	// PUCM adds the ARO-RP compatible cluster.maintenance.pucm metric.
+	PUCM bool
+	// Tick is the schedule's interval, if known (maintctl knows it). It sets the default
+	// ExportTimeout and forbids one that would outlast the tick.
+	Tick time.Duration
+	// ExportTimeout bounds one run: the scan and every request. It must stay below the tick,
+	// so that a collector that is down or slow never delays the next tick. Default: 30s,
+	// or three quarters of a shorter Tick.
+	ExportTimeout time.Duration
+	// BatchSize is the most data points in one request. An entity's points always travel
+	// together, so a request may hold a few points fewer.
+	BatchSize int
+	// MaxRequestBytes caps the estimated encoded size of one request.
+	MaxRequestBytes int
+	// Now is the clock for point timestamps and retention (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// WithDefaults fills zero fields and validates the result.
+func (c Config) WithDefaults() (Config, error) {
+	switch {
+	case c.Retention < 0:
+		return c, fmt.Errorf("%w: retention must not be negative, got %s", ErrInvalidConfig, c.Retention)
+	case c.Tick < 0:
+		return c, fmt.Errorf("%w: tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
+	case c.ExportTimeout < 0:
+		return c, fmt.Errorf("%w: export timeout must not be negative, got %s", ErrInvalidConfig, c.ExportTimeout)
+	case c.BatchSize < 0:
+		return c, fmt.Errorf("%w: batch size must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
+	case c.MaxRequestBytes < 0:
+		return c, fmt.Errorf("%w: max request bytes must not be negative, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.ExportTimeout == 0 {
+		c.ExportTimeout = DefaultExportTimeout
+		if c.Tick > 0 {
+			c.ExportTimeout = min(DefaultExportTimeout, c.Tick*3/4)
+		}
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.BatchSize < pointsPerEntity+1:
+		// Room for one entity: fewer could never send anything.
+		return c, fmt.Errorf("%w: batch size must be at least %d points, got %d", ErrInvalidConfig, pointsPerEntity+1, c.BatchSize)
+	case c.MaxRequestBytes < 64<<10:
+		return c, fmt.Errorf("%w: max request bytes must be at least 64 KiB, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+	case c.ExportTimeout < 100*time.Millisecond:
+		return c, fmt.Errorf("%w: export timeout must be at least 100ms, got %s", ErrInvalidConfig, c.ExportTimeout)
+	case c.Tick > 0 && c.ExportTimeout >= c.Tick:
+		return c, fmt.Errorf("%w: export timeout %s must be shorter than the tick %s", ErrInvalidConfig, c.ExportTimeout, c.Tick)
+	}
+	return c, nil
+}

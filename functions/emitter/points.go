@@ -1,0 +1,180 @@
+package emitter
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"maintsignals/shared/domain"
+)
+
+// Metrics and attributes of SPEC §4.
+const (
+	MetricStatus   = "cluster.maintenance.status"
+	MetricEntities = "cluster.maintenance.entities"
+	MetricPUCM     = "cluster.maintenance.pucm"
+
+	AttrResourceID = "cloud.resource_id"
+	AttrState      = "cluster.maintenance.state"
+	// Attributes of the ARO-RP compatible metric, named as ARO-RP names them.
+	AttrPUCMState      = "state"
+	AttrPUCMResourceID = "resourceId"
+
+	// ScopeName is the instrumentation scope of everything the emitter exports.
+	ScopeName = "maintsignals/functions/emitter"
+)
+
+// pointsPerEntity is the most points one entity contributes: one status point per state and
+// one PUCM point.
+var pointsPerEntity = len(domain.States) + 1
+
+var scope = instrumentation.Scope{Name: ScopeName}
+
+// stateAttrs[i] is the state attribute of domain.States[i], built once.
+var stateAttrs = func() []attribute.KeyValue {
+	out := make([]attribute.KeyValue, len(domain.States))
+	for i, s := range domain.States {
+		out[i] = attribute.String(AttrState, s.MetricValue())
+	}
+	return out
+}()
+
+// Encoded-size estimate of one point, for the request size cap: attribute keys, framing,
+// timestamp and value come to about 90 bytes besides the attribute values; 128 leaves margin.
+const (
+	pointOverhead   = 128
+	requestOverhead = 4 << 10 // resource, scope and metric descriptors
+)
+
+// stateIndex is the position of s in domain.States, -1 if s is not a state.
+func stateIndex(s domain.State) int {
+	for i, v := range domain.States {
+		if s == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// emitted reports whether a record in a valid state is part of the emission at now: every
+// state but None always, None for the retention period after the entity got there.
+func emitted(r domain.Record, now time.Time, retention time.Duration) bool {
+	return r.State != domain.StateNone || now.Sub(r.StateSince) < retention
+}
+
+// batcher turns entities into requests of bounded size. Every point of a run carries the
+// same timestamp: the moment the run read the bucket.
+type batcher struct {
+	now      time.Time
+	pucm     bool
+	maxPts   int
+	maxBytes int
+
+	status []metricdata.DataPoint[int64]
+	compat []metricdata.DataPoint[int64]
+	bytes  int
+
+	// byState counts the entities emitted per state (indexed as domain.States), for
+	// cluster.maintenance.entities. It counts what this run emitted, not every record: a None
+	// entity past its retention is no longer tracked, so the fleet view always equals the
+	// number of status points at 1.
+	byState  []int64
+	entities int
+	points   int
+}
+
+func newBatcher(now time.Time, cfg Config) *batcher {
+	return &batcher{
+		now: now, pucm: cfg.PUCM, maxPts: cfg.BatchSize, maxBytes: cfg.MaxRequestBytes,
+		bytes: requestOverhead, byState: make([]int64, len(domain.States)),
+	}
+}
+
+// add appends the points of one entity in state index si. When they would not fit in the
+// current batch, the batch so far is returned first (ok true) and the entity starts the next.
+func (b *batcher) add(resourceID string, si int) (full metricdata.ScopeMetrics, ok bool) {
+	n := len(domain.States)
+	size := n * (pointOverhead + len(resourceID) + len("customer_action_needed"))
+	if b.pucm {
+		n++
+		size += pointOverhead + len(resourceID) + len("customerActionNeeded")
+	}
+	if len(b.status) > 0 && (len(b.status)+len(b.compat)+n > b.maxPts || b.bytes+size > b.maxBytes) {
+		full, ok = b.take(), true
+	}
+	id := attribute.String(AttrResourceID, resourceID)
+	for i := range domain.States {
+		var v int64
+		if i == si {
+			v = 1
+		}
+		b.status = append(b.status, metricdata.DataPoint[int64]{
+			Attributes: attribute.NewSet(id, stateAttrs[i]),
+			Time:       b.now,
+			Value:      v,
+		})
+	}
+	if b.pucm {
+		b.compat = append(b.compat, metricdata.DataPoint[int64]{
+			Attributes: attribute.NewSet(
+				attribute.String(AttrPUCMResourceID, resourceID),
+				attribute.String(AttrPUCMState, domain.States[si].PUCMValue()),
+			),
+			Time:  b.now,
+			Value: 1,
+		})
+	}
+	b.bytes += size
+	b.byState[si]++
+	b.entities++
+	b.points += n
+	return full, ok
+}
+
+// take returns the batch so far and starts a new one.
+func (b *batcher) take() metricdata.ScopeMetrics {
+	sm := metricdata.ScopeMetrics{Scope: scope}
+	if len(b.status) > 0 {
+		sm.Metrics = append(sm.Metrics, metricdata.Metrics{
+			Name:        MetricStatus,
+			Description: "Maintenance state of an entity: 1 for its current state, 0 for the others.",
+			Unit:        "1",
+			Data:        metricdata.Gauge[int64]{DataPoints: b.status},
+		})
+	}
+	if len(b.compat) > 0 {
+		sm.Metrics = append(sm.Metrics, metricdata.Metrics{
+			Name:        MetricPUCM,
+			Description: "Maintenance state of a cluster as ARO-RP reports it (always 1, the state is an attribute).",
+			Unit:        "1",
+			Data:        metricdata.Gauge[int64]{DataPoints: b.compat},
+		})
+	}
+	// Fresh slices: the batch handed out is owned by its receiver now.
+	b.status, b.compat, b.bytes = nil, nil, requestOverhead
+	return sm
+}
+
+// finish returns the last batch: the entities not sent yet and the fleet view, which is
+// known only once every entity has been seen.
+func (b *batcher) finish() metricdata.ScopeMetrics {
+	sm := b.take()
+	fleet := make([]metricdata.DataPoint[int64], len(domain.States))
+	for i := range domain.States {
+		fleet[i] = metricdata.DataPoint[int64]{
+			Attributes: attribute.NewSet(stateAttrs[i]),
+			Time:       b.now,
+			Value:      b.byState[i],
+		}
+	}
+	sm.Metrics = append(sm.Metrics, metricdata.Metrics{
+		Name:        MetricEntities,
+		Description: "Entities per maintenance state, counting the entities emitted in this run.",
+		Unit:        "{entity}",
+		Data:        metricdata.Gauge[int64]{DataPoints: fleet},
+	})
+	b.points += len(fleet)
+	return sm
+}

@@ -1,0 +1,87 @@
+package emitter_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"maintsignals/functions/emitter"
+	"maintsignals/shared/domain"
+	"maintsignals/test/otlpreceiver"
+)
+
+// TestEmit_RequestsStayUnderTheCollectorLimit sends a fleet whose points add up to several
+// times a collector's default 4 MiB gRPC limit to a receiver that enforces that limit, and
+// checks every request: under the limit, gzipped, entities whole, fleet view last.
+func TestEmit_RequestsStayUnderTheCollectorLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		entities int
+		pucm     bool
+		id       func(int) string
+	}{
+		{name: "30k entities with typical IDs", entities: 30000, id: fleetID},
+		{name: "6k entities with the longest IDs", entities: 6000, pucm: true, id: func(i int) string {
+			return fmt.Sprintf("/%s/%06d", strings.Repeat("x", domain.MaxResourceIDBytes-8), i)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := startNATS(t, time.Minute)
+			r := otlpreceiver.Start(t)
+			counts := fill(t, env, tt.entities, tt.id)
+			e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{PUCM: tt.pucm, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			start := time.Now()
+			res, err := e.Emit(ctxT(t, 30*time.Second))
+			if err != nil {
+				t.Fatalf("Emit: %v", err)
+			}
+			took := time.Since(start)
+
+			var status, maxSize, maxWire, total, totalWire int
+			var exports []otlpreceiver.Export
+			for _, x := range r.Exports() {
+				// The health metrics travel in requests of their own.
+				if x.Has(emitter.MetricStatus) || x.Has(emitter.MetricEntities) {
+					exports = append(exports, x)
+				}
+			}
+			for i, x := range exports {
+				n := len(x.Find(emitter.MetricStatus, nil))
+				status += n
+				total += x.Size
+				totalWire += x.WireSize
+				maxSize, maxWire = max(maxSize, x.Size), max(maxWire, x.WireSize)
+				switch {
+				case x.Size >= otlpreceiver.DefaultMaxRecvMsgSize:
+					t.Errorf("request %d: %d bytes, over the 4 MiB limit", i, x.Size)
+				case x.Encoding != "gzip":
+					t.Errorf("request %d not gzipped", i)
+				case n%len(domain.States) != 0:
+					t.Errorf("request %d: %d status points, an entity was split", i, n)
+				case x.DataPoints > emitter.DefaultBatchSize+len(domain.States):
+					t.Errorf("request %d: %d points, over the batch size", i, x.DataPoints)
+				}
+				if hasFleet := x.Has(emitter.MetricEntities); hasFleet != (i == len(exports)-1) {
+					t.Errorf("request %d of %d carries the fleet view: %v", i, len(exports), hasFleet)
+				}
+			}
+			if status != tt.entities*len(domain.States) || res.Entities != tt.entities || res.Requests != len(exports) {
+				t.Errorf("%d status points in %d requests, result %+v; want %d entities", status, len(exports), res, tt.entities)
+			}
+			if got := fleet(exports[len(exports)-1]); got != fmt.Sprintf("none=%d pending=%d planned=%d unplanned=%d customer_action_needed=%d", counts[0], counts[1], counts[2], counts[3], counts[4]) {
+				t.Errorf("fleet %s, want counts %v", got, counts)
+			}
+			t.Logf("%d entities, %d points: %d requests, largest %.2f MB (%.2f MB gzipped), total %.1f MB (%.1f MB gzipped), %s",
+				tt.entities, res.Points, len(exports), float64(maxSize)/1e6, float64(maxWire)/1e6,
+				float64(total)/1e6, float64(totalWire)/1e6, took.Round(time.Millisecond))
+		})
+	}
+}
