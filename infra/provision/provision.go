@@ -270,10 +270,18 @@ func Consumers(c Config) []StreamConsumer {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		MaxAckPending: 1,
-		AckWait:       maxDur(c.Tick, 10*time.Second),
-		MaxDeliver:    3,
-		Replicas:      c.Replicas,
+		// A replica that dies holding a tick blocks the next one until the ack wait runs out:
+		// keep it under half a tick (the runtime signals progress while a run is long).
+		AckWait:    EmitterAckWait(c.Tick),
+		MaxDeliver: 3,
+		Replicas:   c.Replicas,
 	}})
+}
+
+// EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
+// 500 ms and 30 s.
+func EmitterAckWait(tick time.Duration) time.Duration {
+	return min(max(tick/2, 500*time.Millisecond), 30*time.Second)
 }
 
 func maxDur(a, b time.Duration) time.Duration {
