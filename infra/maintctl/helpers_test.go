@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/functions/command"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/embedded"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// stack is an embedded server on a loopback port, provisioned, optionally with a command
+// function running in the test process.
+type stack struct {
+	URL string
+	JS  jetstream.JetStream
+}
+
+type stackOpts struct {
+	noProvision bool
+	noFunction  bool
+}
+
+func startStack(t *testing.T, o stackOpts) *stack {
+	t.Helper()
+	// embedded.Config.Listen with port 0 would listen on nats-server's default 4222, so the
+	// test picks a free port itself.
+	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	s, err := embedded.Start(embedded.Config{Name: "maintctl-test", StoreDir: t.TempDir(), Listen: listen})
+	if err != nil {
+		t.Fatalf("start nats: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stack{URL: s.URL(), JS: js}
+	if st.URL == "" || strings.HasSuffix(st.URL, ":0") {
+		t.Fatalf("server URL %q does not name the real port", st.URL)
+	}
+	if o.noProvision {
+		return st
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := provision.Run(ctx, js, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	if !o.noFunction {
+		fctx, fcancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- command.Run(fctx, js, command.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		}()
+		t.Cleanup(func() {
+			fcancel()
+			if err := <-done; err != nil {
+				t.Errorf("command function: %v", err)
+			}
+		})
+	}
+	return st
+}
+
+// result is what one maintctl run produced.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+func (r result) code() int { return exitCode(r.err) }
+
+// cli runs maintctl in-process against the stack with the given environment.
+type cli struct {
+	t   *testing.T
+	env map[string]string
+}
+
+func newCLI(t *testing.T, s *stack) *cli {
+	env := map[string]string{"USER": "sre-test"}
+	if s != nil {
+		env["NATS_URL"] = s.URL
+	}
+	return &cli{t: t, env: env}
+}
+
+func (c *cli) getenv(k string) string { return c.env[k] }
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.runCtx(ctx, args...)
+}
+
+func (c *cli) runCtx(ctx context.Context, args ...string) result {
+	var out, errOut syncBuffer
+	err := run(ctx, args, c.getenv, &out, &errOut)
+	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
+// ok runs maintctl and fails the test unless it succeeds.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.err != nil {
+		c.t.Fatalf("maintctl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mustContain(t *testing.T, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s does not contain %q:\n%s", what, sub, s)
+		}
+	}
+}

@@ -1,0 +1,522 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"maintsignals/functions/command"
+	"maintsignals/functions/emitter"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/client"
+	"maintsignals/shared/embedded"
+	"maintsignals/shared/telemetry"
+)
+
+// serverName is the name of the server `maintctl up` embeds. It must not change between runs
+// on one data directory.
+const serverName = "maintctl-0"
+
+// functionEnv is what a function gets from the process that runs it.
+type functionEnv struct {
+	js   jetstream.JetStream
+	tel  *telemetry.Telemetry
+	a    *app
+	tick time.Duration // the schedule interval, when known (up); 0 otherwise
+	emit emitFlags
+}
+
+// emitFlags configure the emitter.
+type emitFlags struct {
+	retention time.Duration
+	pucm      bool
+}
+
+func addEmitFlags(c *cobra.Command, f *emitFlags) {
+	c.Flags().DurationVar(&f.retention, "retention", emitter.DefaultRetention, "emitter: how long an entity in None keeps being emitted")
+	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
+}
+
+// functionSpec is one function maintctl can run.
+type functionSpec struct {
+	name, about string
+	// run serves until ctx is cancelled, then drains and returns nil. nil run: not available
+	// in this build.
+	run func(ctx context.Context, fe functionEnv) error
+}
+
+// functions lists every function, in the order `up` starts them. Adding a function is one
+// entry here.
+var functions = []functionSpec{
+	{
+		name:  "command",
+		about: "applies admin and outcome commands (every partition of MAINT_COMMANDS)",
+		run: func(ctx context.Context, fe functionEnv) error {
+			return command.Run(ctx, fe.js, command.Config{
+				Log:   fe.a.log,
+				Meter: fe.tel.Meter("maintsignals/functions/command"),
+			})
+		},
+	},
+	{
+		name:  "emitter",
+		about: "re-exports every tracked state as OTLP metrics on each tick",
+		run: func(ctx context.Context, fe functionEnv) error {
+			return emitter.Run(ctx, fe.js, fe.tel, emitter.Config{
+				Tick:      fe.tick,
+				Retention: fe.emit.retention,
+				PUCM:      fe.emit.pucm,
+				Logger:    fe.a.log,
+			})
+		},
+	},
+}
+
+func findFunction(name string) (functionSpec, bool) {
+	for _, f := range functions {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return functionSpec{}, false
+}
+
+func functionNames() string {
+	names := make([]string, len(functions))
+	for i, f := range functions {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}
+
+type upFlags struct {
+	listen        string
+	data          string
+	tick          time.Duration
+	nodes         int
+	syncAlways    bool
+	metricsListen string
+	partitions    int
+	emit          emitFlags
+}
+
+func (a *app) upCommand() *cobra.Command {
+	var f upFlags
+	c := &cobra.Command{
+		Use:   "up [flags]",
+		Short: "Run the whole stack on this machine until interrupted",
+		Long: `Run the whole stack on this machine: an embedded NATS server with JetStream on disk under
+--data, the streams, bucket, consumers and tick schedule provisioned, and every function
+(` + functionNames() + `) running, until Ctrl-C or SIGTERM. Then the functions drain
+and the server shuts down cleanly. Starting again on the same --data keeps every record and
+event.
+
+Metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._METRICS_ENDPOINT) is set, with
+OTEL_EXPORTER_OTLP_PROTOCOL grpc (default) or http/protobuf; otherwise they are served as a
+Prometheus page at --metrics-listen for people to read.
+
+The server has no authentication: keep --listen on loopback.
+
+--nodes 3 (a 3-node JetStream cluster on loopback) is not supported yet; only --nodes 1 runs.`,
+		Example: `  maintctl up
+  maintctl up --listen 127.0.0.1:4333 --data /var/tmp/maint --tick 10s
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 maintctl up`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.up(cmd.Context(), f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:4222", "host:port where NATS accepts clients (port 0: a free port)")
+	fl.StringVar(&f.data, "data", "./maintsignals-data", "directory of the JetStream store (created if missing)")
+	fl.DurationVar(&f.tick, "tick", time.Minute, "how often the emitter re-exports every state (at least 1s)")
+	fl.IntVar(&f.nodes, "nodes", 1, "JetStream nodes: 1 (3, a local cluster, is not supported yet)")
+	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
+	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
+	addEmitFlags(c, &f.emit)
+	return c
+}
+
+func (a *app) up(ctx context.Context, f upFlags) error {
+	switch f.nodes {
+	case 1:
+	case 3:
+		return errors.New("--nodes 3 (a local 3-node JetStream cluster) is not supported yet; run `maintctl up` with --nodes 1")
+	default:
+		return fmt.Errorf("--nodes %d: use 1 (3 is planned)", f.nodes)
+	}
+	if f.tick < time.Second {
+		return fmt.Errorf("--tick %s: at least 1s", f.tick)
+	}
+	listen, err := resolveListen(f.listen)
+	if err != nil {
+		return err
+	}
+	if host, _, _ := net.SplitHostPort(listen); !isLoopback(host) {
+		a.log.Warn("NATS listens beyond loopback without authentication", "listen", listen)
+	}
+	data, err := filepath.Abs(f.data)
+	if err != nil {
+		return fmt.Errorf("--data %q: %w", f.data, err)
+	}
+	if err := os.MkdirAll(data, 0o750); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	unlock, err := lockDataDir(data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	// Telemetry first: a metrics port in use fails before anything else starts.
+	tel, err := a.setupTelemetry(ctx, "maintsignals", f.metricsListen)
+	if err != nil {
+		return err
+	}
+	defer a.shutdownTelemetry(tel)
+
+	srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: listen, SyncAlways: f.syncAlways})
+	if err != nil {
+		return fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", listen, err)
+	}
+	defer srv.Stop()
+	url := srv.ClientURL()
+	a.printf("NATS with JetStream listening on %s\n", url)
+	durability := "synced before each acknowledgement"
+	if !f.syncAlways {
+		durability = "synced every 2 minutes"
+	}
+	a.printf("store: %s (%s)\n", data, durability)
+
+	nc, err := srv.Connect(nats.Name("maintctl-up"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	rep, err := provision.Run(pctx, js, provision.Config{Tick: f.tick, Partitions: f.partitions})
+	cancel()
+	if rep != nil {
+		a.printf("provisioned:\n")
+		if perr := a.printReport(rep, "  "); perr != nil {
+			return perr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+
+	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
+
+	err = a.runFunctions(ctx, functions, functionEnv{js: js, tel: tel, a: a, tick: f.tick, emit: f.emit}, func(names []string) {
+		a.printf("functions: %s\n", strings.Join(names, ", "))
+		a.printf("ready: try `NATS_URL=%s maintctl pending <resource-id>`; Ctrl-C stops\n", url)
+	})
+	a.log.Info("functions stopped; shutting NATS down")
+	nc.Close()
+	srv.Stop()
+	if err == nil {
+		a.printf("stopped\n")
+	}
+	return err
+}
+
+// runFunctions runs the available functions until ctx is cancelled or one fails; ready is
+// called once they are all started.
+func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functionEnv, ready func(names []string)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		names []string
+	)
+	for _, spec := range specs {
+		if spec.run == nil {
+			a.log.Warn("function not available in this build; skipping", "function", spec.name)
+			continue
+		}
+		names = append(names, spec.name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := spec.run(ctx, fe)
+			if err == nil && ctx.Err() == nil {
+				err = errors.New("stopped unexpectedly")
+			}
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("function %s: %w", spec.name, err)
+				}
+				mu.Unlock()
+				a.log.Error("function failed; stopping", "function", spec.name, "error", err)
+				cancel()
+			}
+		}()
+	}
+	if len(names) == 0 {
+		return errors.New("no function is available to run")
+	}
+	ready(names)
+	<-ctx.Done()
+	a.log.Info("stopping: draining functions")
+	wg.Wait()
+	return first
+}
+
+// setupTelemetry sets up metrics export from the OTEL_* environment, or a Prometheus page at
+// metricsListen.
+func (a *app) setupTelemetry(ctx context.Context, service, metricsListen string) (*telemetry.Telemetry, error) {
+	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: service, PrometheusListen: metricsListen, Logger: a.log})
+	if err != nil {
+		if metricsListen != "" && strings.Contains(err.Error(), "listen") {
+			return nil, fmt.Errorf("%w (use --metrics-listen with another address, or \"\" for no metrics page)", err)
+		}
+		return nil, err
+	}
+	return tel, nil
+}
+
+func (a *app) shutdownTelemetry(tel *telemetry.Telemetry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		a.log.Warn("telemetry shutdown", "error", err)
+	}
+}
+
+// metricsWhere says where metrics go, for people.
+func metricsWhere(tel *telemetry.Telemetry, env func(string) string) string {
+	switch tel.Mode() {
+	case telemetry.ModeOTLPGRPC, telemetry.ModeOTLPHTTP:
+		ep := env(telemetry.EnvMetricsEndpoint)
+		if ep == "" {
+			ep = env(telemetry.EnvEndpoint)
+		}
+		return fmt.Sprintf("OTLP %s to %s", tel.Mode(), ep)
+	case telemetry.ModePrometheus:
+		return fmt.Sprintf("http://%s%s (Prometheus format; set OTEL_EXPORTER_OTLP_ENDPOINT to export OTLP)", tel.PrometheusAddr(), telemetry.PrometheusPath)
+	default:
+		return "not exported (set OTEL_EXPORTER_OTLP_ENDPOINT, or --metrics-listen for a Prometheus page)"
+	}
+}
+
+// resolveListen checks host:port and that it is free; port 0 becomes a free port
+// (nats-server itself reads 0 as its default, 4222).
+func resolveListen(listen string) (string, error) {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:4222", listen)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("--listen %q: bad port", listen)
+	}
+	// Listen once here: a port in use fails at once with a clear message (nats-server would
+	// only time out), and port 0 becomes a free port.
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return "", fmt.Errorf("--listen %s: %w (is another `maintctl up` or NATS server running? use another --listen)", listen, err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	if p != 0 {
+		return listen, nil
+	}
+	return addr, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (a *app) printf(format string, args ...any) {
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
+// printReport prints a provisioning report for people or as JSON.
+func (a *app) printReport(rep provision.Report, indent string) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, ch := range rep {
+		detail := strings.Join(ch.Fields, ", ")
+		if ch.Err != nil {
+			if detail != "" {
+				detail += ": "
+			}
+			detail += ch.Err.Error()
+		}
+		if detail == "" {
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\n", indent, ch.Kind, ch.Name, ch.Action)
+		} else {
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", indent, ch.Kind, ch.Name, ch.Action, detail)
+		}
+	}
+	return tw.Flush()
+}
+
+type changeJSON struct {
+	Kind   string   `json:"kind"`
+	Name   string   `json:"name"`
+	Action string   `json:"action"`
+	Fields []string `json:"fields,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+func (a *app) provisionCommand() *cobra.Command {
+	var (
+		replicas, partitions int
+		tick                 time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "provision [flags]",
+		Short: "Create or update the streams, bucket, consumers and tick schedule",
+		Long: `Create or update, idempotently, everything the functions need on the NATS server at
+--server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_DLQ and MAINT_SCHEDULE, the bucket
+maintenance, the durable consumers and the tick schedule. Prints what it created, updated or
+left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
+an existing stream, such as the partition count, is reported as failed).`,
+		Example: "  maintctl provision\n  maintctl provision --server nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3 --tick 1m",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+			defer cancel()
+			cl, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			rep, err := provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, Tick: tick})
+			if rep != nil {
+				if a.json() {
+					docs := make([]changeJSON, len(rep))
+					for i, ch := range rep {
+						docs[i] = changeJSON{Kind: ch.Kind, Name: ch.Name, Action: string(ch.Action), Fields: ch.Fields}
+						if ch.Err != nil {
+							docs[i].Error = ch.Err.Error()
+						}
+					}
+					if werr := a.writeJSON(docs); werr != nil {
+						return werr
+					}
+				} else if perr := a.printReport(rep, ""); perr != nil {
+					return perr
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("provision: %w", err)
+			}
+			return nil
+		},
+	}
+	d := provision.DefaultConfig()
+	c.Flags().IntVar(&replicas, "replicas", d.Replicas, "replicas of every stream and of the bucket: 1, 3 or 5")
+	c.Flags().IntVar(&partitions, "partitions", d.Partitions, "partitions of the commands stream")
+	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
+	return c
+}
+
+func (a *app) functionCommand() *cobra.Command {
+	var (
+		metricsListen string
+		emit          emitFlags
+	)
+	names := make([]string, 0, len(functions))
+	var about strings.Builder
+	for _, f := range functions {
+		names = append(names, f.name)
+		fmt.Fprintf(&about, "  %-8s %s\n", f.name, f.about)
+	}
+	sort.Strings(names)
+	c := &cobra.Command{
+		Use:   "function [flags] NAME",
+		Short: "Run one function against an existing NATS (for deployment)",
+		Long: `Run one function against the NATS server or cluster at --server (or NATS_URL; a
+comma-separated list for a cluster) until SIGTERM or Ctrl-C, then drain and exit 0. Run any
+number of replicas: commands for one entity are still applied in order, and each tick is
+served once. The streams must be provisioned first (` + "`maintctl provision`" + `).
+
+Functions:
+` + about.String() + `
+Metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise to a Prometheus page
+at --metrics-listen, if given.`,
+		Example:   "  NATS_URL=nats://n1:4222,nats://n2:4222,nats://n3:4222 maintctl function command\n  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 maintctl function emitter",
+		ValidArgs: names,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("function needs one NAME: %s (see `%s --help`)", functionNames(), cmd.CommandPath())
+			}
+			if _, ok := findFunction(args[0]); !ok {
+				return fmt.Errorf("unknown function %q: use one of %s", args[0], functionNames())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, _ := findFunction(args[0])
+			if spec.run == nil {
+				return fmt.Errorf("function %s is not available in this build yet", spec.name)
+			}
+			ctx := cmd.Context()
+			cl, err := a.connectRetry(ctx)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			tel, err := a.setupTelemetry(ctx, "maintsignals-"+spec.name, metricsListen)
+			if err != nil {
+				return err
+			}
+			defer a.shutdownTelemetry(tel)
+			a.log.Info("function starting", "function", spec.name, "server", cl.NC.ConnectedUrlRedacted(), "metrics", metricsWhere(tel, a.env))
+			err = a.runFunctions(ctx, []functionSpec{spec}, functionEnv{js: cl.JS, tel: tel, a: a, emit: emit}, func([]string) {})
+			if err == nil {
+				a.log.Info("function stopped", "function", spec.name)
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&metricsListen, "metrics-listen", "", "host:port of a Prometheus page when no OTLP endpoint is set (default: none)")
+	addEmitFlags(c, &emit)
+	return c
+}
+
+// connectRetry connects to --server, retrying until ctx ends: a function may start before
+// its NATS server does.
+func (a *app) connectRetry(ctx context.Context) (*client.Client, error) {
+	delay := time.Second
+	for {
+		cl, err := client.Connect(ctx, a.server, client.Options{Name: "maintctl-function", Logger: a.log})
+		if err == nil {
+			return cl, nil
+		}
+		a.log.Warn("cannot connect to NATS; retrying", "server", a.server, "error", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: is NATS running? set --server or NATS_URL", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}

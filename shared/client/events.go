@@ -1,0 +1,169 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// StoredEvent is an outcome event with where it sits in MAINT_EVENTS.
+type StoredEvent struct {
+	domain.Event
+	// Seq is the event's sequence in MAINT_EVENTS.
+	Seq uint64 `json:"-"`
+}
+
+// History returns every outcome event of resourceID kept in MAINT_EVENTS, oldest first.
+func (c *Client) History(ctx context.Context, resourceID string) ([]domain.Event, error) {
+	var out []domain.Event
+	err := c.EachEvent(ctx, resourceID, func(ev StoredEvent) error {
+		out = append(out, ev.Event)
+		return nil
+	})
+	return out, err
+}
+
+// EachEvent calls fn for every outcome event of resourceID ("" for every entity) kept in
+// MAINT_EVENTS, oldest first, in one streaming pass; fn's error stops it. An event that does
+// not decode is skipped with a warning.
+func (c *Client) EachEvent(ctx context.Context, resourceID string, fn func(StoredEvent) error) error {
+	subject, err := eventFilter(resourceID)
+	if err != nil {
+		return err
+	}
+	s, err := c.JS.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		return fmt.Errorf("history: %w", notProvisioned(err))
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	var n uint64
+	for _, v := range info.State.Subjects {
+		n += v
+	}
+	if n == 0 {
+		return nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		ev, derr := domain.DecodeEvent(msg.Data())
+		if derr != nil {
+			c.log.Warn("skipping an outcome event that does not decode", "seq", md.Sequence.Stream, "error", derr)
+		} else if err := fn(StoredEvent{Event: ev, Seq: md.Sequence.Stream}); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+func eventFilter(resourceID string) (string, error) {
+	if resourceID == "" {
+		return domain.EventPrefix + "*", nil
+	}
+	key, err := domain.Key(resourceID)
+	if err != nil {
+		return "", err
+	}
+	return domain.EventSubject(key), nil
+}
+
+// Watcher delivers outcome events live, from the moment it was created (or from Since).
+type Watcher struct {
+	it  jetstream.MessagesContext
+	log *slog.Logger
+}
+
+// WatchOptions selects what a Watcher delivers.
+type WatchOptions struct {
+	// ResourceID limits the events to one entity; "" watches every entity.
+	ResourceID string
+	// Since, when not zero, starts with the events stored since then.
+	Since time.Time
+}
+
+// Watch starts watching outcome events. Events published after Watch returns are delivered;
+// it survives reconnects without losing or repeating events (an ordered consumer).
+func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
+	subject, err := eventFilter(o.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	}
+	if !o.Since.IsZero() {
+		since := o.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	cons, err := c.JS.OrderedConsumer(ctx, domain.EventsStream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", notProvisioned(err))
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	return &Watcher{it: it, log: c.log}, nil
+}
+
+// ErrWatchStopped is returned by Next after Stop.
+var ErrWatchStopped = errors.New("watch stopped")
+
+// Next waits for the next event until ctx ends (returning ctx's error).
+func (w *Watcher) Next(ctx context.Context) (StoredEvent, error) {
+	for {
+		msg, err := w.it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return StoredEvent{}, ctx.Err()
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return StoredEvent{}, ErrWatchStopped
+			}
+			return StoredEvent{}, fmt.Errorf("watch: %w", err)
+		}
+		ev, derr := domain.DecodeEvent(msg.Data())
+		if derr != nil {
+			w.log.Warn("skipping an outcome event that does not decode", "subject", msg.Subject(), "error", derr)
+			continue
+		}
+		var seq uint64
+		if md, err := msg.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
+		return StoredEvent{Event: ev, Seq: seq}, nil
+	}
+}
+
+// Stop ends the watch.
+func (w *Watcher) Stop() { w.it.Stop() }

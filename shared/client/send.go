@@ -1,0 +1,184 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// Result is what became of a sent command.
+type Result struct {
+	Command domain.Command
+	// Seq is the command's sequence in MAINT_COMMANDS.
+	Seq uint64
+	// Republished is true when the stream already held a command with this id (published
+	// again inside the duplicate window): nothing new was stored.
+	Republished bool
+	// Event is the command's outcome event.
+	Event domain.Event
+	// Entity is the record as read right after the outcome event (the event is published
+	// after the record is written, so it includes the command's effect, and maybe later ones).
+	Entity Entity
+}
+
+// ErrInvalidCommand is wrapped when a command fails the checks of SPEC §3 before it is sent.
+var ErrInvalidCommand = errors.New("invalid command (not sent)")
+
+// ErrNoOutcome is wrapped when no outcome event arrives before the context ends.
+var ErrNoOutcome = errors.New("no outcome event")
+
+// OutcomeError is returned with the Result when the command was rejected or dead-lettered.
+type OutcomeError struct {
+	Event domain.Event
+}
+
+func (e *OutcomeError) Error() string {
+	ev := e.Event
+	s := fmt.Sprintf("command %s (%s) %s", ev.CommandID, ev.Task, ev.Outcome)
+	if ev.Code != "" {
+		s += ": " + string(ev.Code)
+	}
+	if ev.Target != "" {
+		s += " (target " + ev.Target + ")"
+	}
+	if ev.Message != "" {
+		s += ": " + ev.Message
+	}
+	return s
+}
+
+// Failed reports whether an outcome is a failure (rejected or dead-lettered).
+func Failed(o domain.Outcome) bool {
+	return o == domain.OutcomeRejected || o == domain.OutcomeDeadLettered
+}
+
+// Send publishes cmd to maint.cmd.<key> with Nats-Msg-Id = cmd.ID and waits, until ctx ends,
+// for the outcome event of that very command on maint.evt.<key>. It checks the command first
+// (ErrInvalidCommand). A rejected or dead-lettered command returns the Result and an
+// *OutcomeError; no outcome in time returns the Result so far and an error wrapping
+// ErrNoOutcome (the command is stored and takes effect when a command function runs).
+func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) {
+	key, err := domain.Key(cmd.ResourceID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: resourceId: %w", ErrInvalidCommand, err)
+	}
+	if rej := cmd.Validate(key, cmd.ID); rej != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
+	}
+	body, err := cmd.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > domain.MaxCommandBytes {
+		return nil, fmt.Errorf("%w: body is %d bytes, at most %d", ErrInvalidCommand, len(body), domain.MaxCommandBytes)
+	}
+
+	// Subscribe before publishing, and make sure the server has the subscription, so that the
+	// outcome cannot slip past.
+	sub, err := c.NC.SubscribeSync(domain.EventSubject(key))
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.NC.FlushWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
+	}
+
+	msg := nats.NewMsg(domain.CommandSubject(key))
+	msg.Data = body
+	msg.Header.Set(domain.HeaderMsgID, cmd.ID)
+	ack, err := c.JS.PublishMsg(ctx, msg)
+	if err != nil {
+		if aerr := c.lastAsyncErr(); aerr != nil {
+			err = fmt.Errorf("%w (last connection error: %w)", err, aerr)
+		}
+		return nil, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
+	}
+	res := &Result{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
+	c.log.Debug("command stored", "command_id", cmd.ID, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+
+	found := false
+	if ack.Duplicate {
+		// The stream had this id already: its outcome may have been published before we
+		// subscribed. Look it up; the subscription covers an outcome still to come.
+		evs, err := c.History(ctx, cmd.ResourceID)
+		if err == nil {
+			for i := len(evs) - 1; i >= 0; i-- {
+				if evs[i].CommandID == cmd.ID {
+					res.Event, found = evs[i], true
+					break
+				}
+			}
+		}
+	}
+	for !found {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, c.noOutcome(ctx, cmd, res)
+			}
+			return res, fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
+		}
+		ev, err := domain.DecodeEvent(m.Data)
+		if err != nil {
+			c.log.Warn("ignoring an outcome event that does not decode", "subject", m.Subject, "error", err)
+			continue
+		}
+		if ev.CommandID == cmd.ID {
+			res.Event, found = ev, true
+		}
+	}
+
+	// The outcome is in; the record read does not need the command's deadline to be left.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	ent, err := c.Get(rctx, cmd.ResourceID)
+	if err != nil {
+		return res, fmt.Errorf("command %s %s, but reading the record failed: %w", cmd.ID, res.Event.Outcome, err)
+	}
+	res.Entity = ent
+	if Failed(res.Event.Outcome) {
+		return res, &OutcomeError{Event: res.Event}
+	}
+	return res, nil
+}
+
+func (c *Client) noOutcome(ctx context.Context, cmd domain.Command, res *Result) error {
+	why := "interrupted"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why = "timed out"
+	}
+	err := fmt.Errorf("%w for command %s (%s) on %s: %s waiting; the command is stored in %s (sequence %d) and takes effect when a command function runs",
+		ErrNoOutcome, cmd.ID, cmd.Task, cmd.ResourceID, why, domain.CommandsStream, res.Seq)
+	if aerr := c.lastAsyncErr(); aerr != nil {
+		err = fmt.Errorf("%w (last connection error: %w)", err, aerr)
+	}
+	return err
+}
+
+// PublishOnly stores a command without waiting for its outcome and returns its stream
+// sequence and whether the stream already held the id.
+func (c *Client) PublishOnly(ctx context.Context, cmd domain.Command) (uint64, bool, error) {
+	key, err := domain.Key(cmd.ResourceID)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: resourceId: %w", ErrInvalidCommand, err)
+	}
+	if rej := cmd.Validate(key, cmd.ID); rej != nil {
+		return 0, false, fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
+	}
+	body, err := cmd.Encode()
+	if err != nil {
+		return 0, false, err
+	}
+	ack, err := c.JS.Publish(ctx, domain.CommandSubject(key), body, jetstream.WithMsgID(cmd.ID))
+	if err != nil {
+		return 0, false, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
+	}
+	return ack.Sequence, ack.Duplicate, nil
+}
