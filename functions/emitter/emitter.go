@@ -130,7 +130,7 @@ func (e *Emitter) Handle(ctx context.Context, msg runtime.Message) error {
 			"entities", res.Entities, "requests", res.Requests, "duration", res.Duration)
 		return nil
 	}
-	log.Info("emitted", "entities", res.Entities, "points", res.Points, "requests", res.Requests,
+	log.Debug("emitted", "entities", res.Entities, "points", res.Points, "requests", res.Requests,
 		"dropped", res.Dropped, "corrupt", res.Corrupt, "duration", res.Duration)
 	return nil
 }

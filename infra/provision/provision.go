@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -299,11 +300,17 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		return nil, err
 	}
 	var rep Report
+	failed := map[string]bool{}
 	for _, sc := range Streams(c) {
-		rep = append(rep, ensureStream(ctx, js, sc))
+		ch := ensureStream(ctx, js, sc)
+		failed[sc.Name] = ch.Action == Failed
+		rep = append(rep, ch)
 	}
 	rep = append(rep, ensureBucket(ctx, js, Bucket(c)))
 	for _, sc := range Consumers(c) {
+		if failed[sc.Stream] {
+			continue // its stream is not as it should be: the report says why
+		}
 		rep = append(rep, ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig))
 	}
 	rep = append(rep, ensureSchedule(ctx, js, c.Tick))
@@ -331,6 +338,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		ch.Action = Unchanged
 		return ch
 	}
+	if slices.Contains(ch.Fields, "subject_transform") {
+		// Another partition count sends an entity's next commands to another partition, where
+		// they could overtake the ones still queued in the old one.
+		ch.Action = Failed
+		ch.Err = fmt.Errorf("%w: the partition count of an existing commands stream cannot change (have %q, want %q): keep --partitions as it was", ErrInvalidConfig, transformDest(have), transformDest(want))
+		return ch
+	}
 	if _, err := js.UpdateStream(ctx, want); err != nil {
 		ch.Action = Failed
 		ch.Err = fmt.Errorf("NATS does not allow changing %s of an existing stream: %w (recreate it, or keep the old setting)", strings.Join(ch.Fields, ", "), err)
@@ -338,6 +352,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	}
 	ch.Action = Updated
 	return ch
+}
+
+func transformDest(c jetstream.StreamConfig) string {
+	if c.SubjectTransform == nil {
+		return ""
+	}
+	return c.SubjectTransform.Destination
 }
 
 func streamDiff(have, want jetstream.StreamConfig) []string {

@@ -2,6 +2,7 @@ package provision_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,18 @@ func TestWithDefaults_RejectsBadSettings(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+func TestRun_RefusesAnotherPartitionCount(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Partitions = 4 }))
+	cfg := env.Config
+	cfg.Partitions = 8
+	_, err := provision.Run(context.Background(), env.JS, cfg)
+	if !errors.Is(err, provision.ErrInvalidConfig) || !strings.Contains(err.Error(), "partition count") {
+		t.Fatalf("err = %v, want a refusal naming the partition count", err)
+	}
+	if _, err := env.JS.Consumer(context.Background(), domain.CommandsStream, provision.CommandConsumer(7)); err == nil {
+		t.Fatal("consumers for the new partitions were created anyway")
 	}
 }

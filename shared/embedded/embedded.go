@@ -19,7 +19,8 @@ type Config struct {
 	Name string
 	// StoreDir holds JetStream's files.
 	StoreDir string
-	// Listen is host:port for client connections; "" accepts in-process connections only.
+	// Listen is host:port for client connections (port 0: any free port); "" accepts
+	// in-process connections only.
 	Listen string
 	// SyncAlways makes JetStream sync to disk before acknowledging a write (see README,
 	// Durability). Off, the file store syncs every two minutes.
@@ -62,6 +63,9 @@ func Start(cfg Config) (*Server, error) {
 		host, port, err := splitHostPort(cfg.Listen)
 		if err != nil {
 			return nil, err
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT // nats-server reads 0 as its default port, 4222
 		}
 		opts.Host, opts.Port = host, port
 	}
