@@ -16,8 +16,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"maintsignals/functions/emitter"
 	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
+	"maintsignals/shared/store"
+	"maintsignals/shared/telemetry"
+	"maintsignals/test/otlpreceiver"
 )
 
 // sizes of one run.
@@ -96,9 +101,85 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "command latency at %d/s for %s: p50 %.1f ms, p99 %.1f ms\n", s.latencyRate, s.latencyFor, ms(p50), ms(p99))
 
+	em, err := benchEmitter(ctx, js, s.emitterCounts, out)
+	if err != nil {
+		return fmt.Errorf("emitter: %w", err)
+	}
+
 	fmt.Fprintf(out, "ratio command_throughput %.2f\n", tp/raw)
+	fmt.Fprintf(out, "ratio emitter_100k %.2f\n", em.ratio100k)
+	fmt.Fprintf(out, "ratio emitter_growth %.2f\n", em.growth)
+	fmt.Fprintf(out, "mb emitter_1m_peak %.0f\n", mb(em.peakLargest))
 	fmt.Fprintf(out, "ms command_p99 %.1f\n", ms(p99))
 	return nil
+}
+
+type emitterFigures struct {
+	ratio100k, growth float64
+	peakLargest       uint64
+}
+
+// benchEmitter times one emission at each size (the middle size also against the bare cost:
+// one streaming pass over the same bucket plus one export of as many points).
+func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out io.Writer) (emitterFigures, error) {
+	var f emitterFigures
+	kv, err := js.Stream(ctx, "KV_"+domain.Bucket)
+	if err != nil {
+		return f, err
+	}
+	if err := kv.Purge(ctx); err != nil {
+		return f, err
+	}
+	r, err := otlpreceiver.New(otlpreceiver.WithoutPayloads())
+	if err != nil {
+		return f, err
+	}
+	defer r.Close()
+	tel, err := telemetry.Setup(ctx, telemetry.Config{Endpoint: r.GRPCEndpoint(), Protocol: "grpc", Interval: time.Hour})
+	if err != nil {
+		return f, err
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	e, err := emitter.New(ctx, js, tel, emitter.Config{ExportTimeout: 10 * time.Minute})
+	if err != nil {
+		return f, err
+	}
+	defer e.Close()
+	st, err := store.Open(ctx, js)
+	if err != nil {
+		return f, err
+	}
+	times := map[int]time.Duration{}
+	filled := 0
+	for _, n := range counts {
+		if err := fillBucket(ctx, js, filled, n); err != nil {
+			return f, err
+		}
+		filled = n
+		c, err := measure(func() error { return emitOnce(ctx, e, n) })
+		if err != nil {
+			return f, err
+		}
+		times[n] = c.wall
+		f.peakLargest = c.peak
+		fmt.Fprintf(out, "emitter, %8d entities (%8d points): %v\n", n, n*len(domain.States)+len(domain.States), c)
+		if n == counts[1] {
+			scan, err := measure(func() error { return scanOnce(ctx, st, n) })
+			if err != nil {
+				return f, err
+			}
+			batches := prebuiltBatches(n, emitter.DefaultBatchSize)
+			exp, err := measure(func() error { return exportOnce(ctx, tel, batches) })
+			if err != nil {
+				return f, err
+			}
+			fmt.Fprintf(out, "  bare scan of the same bucket:       %v\n", scan)
+			fmt.Fprintf(out, "  bare export of as many points:      %v\n", exp)
+			f.ratio100k = c.wall.Seconds() / (scan.wall + exp.wall).Seconds()
+		}
+	}
+	f.growth = times[counts[2]].Seconds() / times[counts[1]].Seconds()
+	return f, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

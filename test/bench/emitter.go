@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"maintsignals/functions/emitter"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
+	"maintsignals/shared/telemetry"
+)
+
+// fillBucket writes records so that the bucket tracks n entities in all, spread over every
+// state, with asynchronous publishes on the bucket's subjects.
+func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error {
+	ajs, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for i := from; i < n; i++ {
+		id := entityID(i)
+		r := domain.Record{ResourceID: id, State: domain.States[i%len(domain.States)], StateSince: now, UpdatedAt: now, LastCommandID: "bench", LastCommandSeq: uint64(i + 1), Version: domain.RecordVersion}
+		b, err := domain.EncodeRecord(r)
+		if err != nil {
+			return err
+		}
+		if _, err := ajs.PublishAsync("$KV."+domain.Bucket+"."+domain.MustKey(id), b); err != nil {
+			return err
+		}
+		if (i-from)%4096 == 4095 {
+			select {
+			case <-ajs.PublishAsyncComplete():
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	select {
+	case <-ajs.PublishAsyncComplete():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// entityID is a realistic ARO resource ID.
+func entityID(i int) string {
+	return fmt.Sprintf("/subscriptions/%08x-1bf0-4dda-aec3-%012x/resourceGroups/rg-%d/providers/Microsoft.RedHatOpenShift/openShiftClusters/cluster-%07d", i/20, i/20, i%50, i)
+}
+
+// cost is what one operation took.
+type cost struct {
+	wall time.Duration
+	peak uint64 // peak RSS of the process during the operation, bytes
+	heap uint64 // peak live Go heap above the level before it, bytes
+}
+
+func (c cost) String() string {
+	return fmt.Sprintf("%7.2f s, peak RSS %5.0f MB, peak heap +%4.0f MB", c.wall.Seconds(), mb(c.peak), mb(c.heap))
+}
+
+func mb(b uint64) float64 { return float64(b) / 1e6 }
+
+// measure runs op once after a GC and reports its wall time and memory.
+func measure(op func() error) (cost, error) {
+	goruntime.GC()
+	base := heapObjects()
+	resetPeakRSS()
+	stop := sampleHeap()
+	start := time.Now()
+	err := op()
+	c := cost{wall: time.Since(start)}
+	if h := stop(); h > base {
+		c.heap = h - base
+	}
+	c.peak = rssPeak()
+	return c, err
+}
+
+func emitOnce(ctx context.Context, e *emitter.Emitter, want int) error {
+	res, err := e.Emit(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Entities != want {
+		return fmt.Errorf("emitted %d entities, want %d", res.Entities, want)
+	}
+	return nil
+}
+
+func scanOnce(ctx context.Context, st *store.Store, want int) error {
+	n := 0
+	if err := st.Scan(ctx, func(store.Entry, error) error { n++; return nil }); err != nil {
+		return err
+	}
+	if n != want {
+		return fmt.Errorf("scanned %d records, want %d", n, want)
+	}
+	return nil
+}
+
+// exportOnce sends prebuilt points for n entities in requests of the emitter's size.
+func exportOnce(ctx context.Context, tel *telemetry.Telemetry, batches []metricdata.ScopeMetrics) error {
+	em := tel.NewEmission()
+	for _, sm := range batches {
+		if err := em.Export(ctx, sm); err != nil {
+			em.Abort()
+			return err
+		}
+	}
+	em.Commit()
+	return nil
+}
+
+// prebuiltBatches are the status points of n entities, as the emitter sends them.
+func prebuiltBatches(n, batchPoints int) []metricdata.ScopeMetrics {
+	now := time.Now()
+	states := make([]attribute.KeyValue, len(domain.States))
+	for i, s := range domain.States {
+		states[i] = attribute.String(emitter.AttrState, s.MetricValue())
+	}
+	var out []metricdata.ScopeMetrics
+	var dps []metricdata.DataPoint[int64]
+	flush := func() {
+		out = append(out, metricdata.ScopeMetrics{
+			Scope:   instrumentation.Scope{Name: emitter.ScopeName},
+			Metrics: []metricdata.Metrics{{Name: emitter.MetricStatus, Unit: "1", Data: metricdata.Gauge[int64]{DataPoints: dps}}},
+		})
+		dps = nil
+	}
+	for i := 0; i < n; i++ {
+		if len(dps)+len(states) > batchPoints {
+			flush()
+		}
+		id := attribute.String(emitter.AttrResourceID, entityID(i))
+		for j, s := range states {
+			var v int64
+			if j == i%len(states) {
+				v = 1
+			}
+			dps = append(dps, metricdata.DataPoint[int64]{Attributes: attribute.NewSet(id, s), Time: now, Value: v})
+		}
+	}
+	flush()
+	return out
+}
+
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// sampleHeap samples the live heap every millisecond until stop, which returns the highest.
+func sampleHeap() (stop func() uint64) {
+	var (
+		peak uint64
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, heapObjects())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return max(peak, heapObjects())
+	}
+}
+
+// resetPeakRSS resets the kernel's high-water mark of the process's RSS (Linux).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// rssPeak is VmHWM in bytes, 0 where unknown.
+func rssPeak() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb * 1024
+		}
+	}
+	return 0
+}
