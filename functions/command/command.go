@@ -16,6 +16,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
+	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
 )
 
@@ -38,6 +39,8 @@ type Deps struct {
 	Log     *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Auth checks command signatures; nil accepts every command unsigned.
+	Auth *signing.Policy
 }
 
 // maxConflicts bounds re-read-and-re-apply rounds on revision conflicts. With one consumer per
@@ -51,7 +54,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 	now := d.clock()
 	key := domain.KeyFromSubject(msg.Subject)
 	msgID := msg.Header.Get(domain.HeaderMsgID)
-	cmd, rej := domain.DecodeCommand(msg.Data, key, msgID)
+	cmd, rej := d.decode(msg, key, msgID)
 	if rej != nil {
 		if cmd.ID == "" {
 			cmd.ID = msgID
@@ -118,6 +121,36 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
 	}
 	return fmt.Errorf("record of %s kept changing: %w", key, store.ErrConflict)
+}
+
+// decode reads and checks a command: its signature over the exact body first (an unauthorized
+// sender gets no further), then its content, then whether the signer may send its task. A
+// verified signer's configured name replaces the self-declared actor.
+func (d Deps) decode(msg runtime.Message, key, msgID string) (domain.Command, *domain.Rejection) {
+	var signer *signing.Signer
+	if d.Auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
+		var rej *domain.Rejection
+		if signer, rej = d.Auth.Verify(msg.Data, msg.Header); rej != nil {
+			// Best effort, for the outcome event: which command was refused.
+			cmd, _ := domain.DecodeCommand(msg.Data, key, msgID)
+			cmd.Actor = ""
+			return cmd, rej
+		}
+	}
+	cmd, rej := domain.DecodeCommand(msg.Data, key, msgID)
+	if rej != nil {
+		return cmd, rej
+	}
+	if d.Auth != nil {
+		if rej := d.Auth.Authorize(signer, cmd.Task); rej != nil {
+			cmd.Actor = ""
+			return cmd, rej
+		}
+	}
+	if signer != nil {
+		cmd.Actor = signer.Name
+	}
+	return cmd, nil
 }
 
 // reject publishes a rejection outcome. The record is read only to report its state; a

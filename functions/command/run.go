@@ -13,6 +13,7 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
+	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
 )
 
@@ -23,6 +24,9 @@ type Config struct {
 	MaxDeliver int
 	Log        *slog.Logger
 	Meter      metric.Meter
+
+	// Auth checks command signatures (nil: unsigned commands are accepted).
+	Auth *signing.Policy
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
@@ -65,7 +69,7 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	if cfg.MaxDeliver == 0 {
 		cfg.MaxDeliver = provision.DefaultConfig().MaxDeliver
 	}
-	d := Deps{Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command")}
+	d := Deps{Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"), Auth: cfg.Auth}
 	return runtime.Config{
 		Name:              "command",
 		Stream:            domain.CommandsStream,

@@ -148,6 +148,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			hcancel()
 			r.closeQueues()
 			workers.Wait()
+			if ctx.Err() != nil {
+				return nil // stopped while starting: nothing was handled, nothing is lost
+			}
 			return err
 		}
 		ccs = append(ccs, cc)

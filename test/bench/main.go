@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,7 +40,23 @@ var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, lat
 
 func main() {
 	quick := flag.Bool("quick", false, "small sizes (a smoke run)")
+	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
+	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	s := full
@@ -48,6 +65,7 @@ func main() {
 	}
 	if err := run(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -74,7 +92,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{}); err != nil {
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
 		return err
 	}
 
@@ -101,6 +119,10 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "command latency at %d/s for %s: p50 %.1f ms, p99 %.1f ms\n", s.latencyRate, s.latencyFor, ms(p50), ms(p99))
 
+	if commandsOnly {
+		fmt.Fprintf(out, "ratio command_throughput %.2f\nms command_p99 %.1f\n", tp/raw, ms(p99))
+		return nil
+	}
 	em, err := benchEmitter(ctx, js, s.emitterCounts, out)
 	if err != nil {
 		return fmt.Errorf("emitter: %w", err)
@@ -181,5 +203,11 @@ func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out
 	f.growth = times[counts[2]].Seconds() / times[counts[1]].Seconds()
 	return f, nil
 }
+
+// Settings of one run, from flags.
+var (
+	partitions   int
+	commandsOnly bool
+)
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,96 @@
+package command_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"maintsignals/functions/command"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/signing"
+	"maintsignals/test/testenv"
+)
+
+func TestHandle_SignedCommandsOnly(t *testing.T) {
+	admin, _ := nkeys.CreateUser()
+	updater, _ := nkeys.CreateUser()
+	stranger, _ := nkeys.CreateUser()
+	adminPub, _ := admin.PublicKey()
+	updaterPub, _ := updater.PublicKey()
+	policy, err := signing.NewPolicy(true, []signing.Signer{
+		{Name: "alice", PublicKey: adminPub, Roles: []signing.Role{signing.RoleAdmin}},
+		{Name: "update-robot", PublicKey: updaterPub, Roles: []signing.Role{signing.RoleUpdater}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.Start(t)
+	startReplicas(t, env, 1, command.Config{Auth: policy})
+	key := domain.MustKey(cluster)
+
+	// publish sends cmd signed by kp (nil: unsigned); tamper changes the body after signing.
+	publish := func(cmd domain.Command, kp nkeys.KeyPair, tamper bool, withHeader bool) {
+		t.Helper()
+		body, _ := json.Marshal(cmd)
+		m := nats.NewMsg(domain.CommandSubject(key))
+		if kp != nil {
+			if err := signing.Sign(kp, body, m.Header); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tamper {
+			cmd.Force = true
+			body, _ = json.Marshal(cmd)
+		}
+		m.Data = body
+		if withHeader {
+			m.Header.Set(domain.HeaderMsgID, cmd.ID)
+		}
+		if _, err := env.JS.PublishMsg(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name    string
+		cmd     domain.Command
+		kp      nkeys.KeyPair
+		tamper  bool
+		outcome domain.Outcome
+		code    domain.Code
+		actor   string
+		to      domain.State
+	}{
+		{"unsigned", domain.Command{ID: "s-1", ResourceID: cluster, Task: domain.TaskPending}, nil, false, domain.OutcomeRejected, domain.CodeUnauthorized, "", domain.StateNone},
+		{"unknown key", domain.Command{ID: "s-2", ResourceID: cluster, Task: domain.TaskPending}, stranger, false, domain.OutcomeRejected, domain.CodeUnauthorized, "", domain.StateNone},
+		{"body changed after signing", domain.Command{ID: "s-3", ResourceID: cluster, Task: domain.TaskPending}, admin, true, domain.OutcomeRejected, domain.CodeUnauthorized, "", domain.StateNone},
+		{"updater may not announce", domain.Command{ID: "s-4", ResourceID: cluster, Task: domain.TaskPending}, updater, false, domain.OutcomeRejected, domain.CodeUnauthorized, "", domain.StateNone},
+		{"admin announces; self-declared actor ignored", domain.Command{ID: "s-5", ResourceID: cluster, Task: domain.TaskPending, Actor: "mallory"}, admin, false, domain.OutcomeApplied, "", "alice", domain.StatePending},
+		{"admin starts the update", domain.Command{ID: "s-6", ResourceID: cluster, Task: domain.TaskEverything}, admin, false, domain.OutcomeApplied, "", "alice", domain.StatePlanned},
+		{"admin may not report an outcome", domain.Command{ID: "s-7", ResourceID: cluster, Task: domain.TaskUpdateSucceeded}, admin, false, domain.OutcomeRejected, domain.CodeUnauthorized, "", domain.StatePlanned},
+		{"updater reports success", domain.Command{ID: "s-8", ResourceID: cluster, Task: domain.TaskUpdateSucceeded}, updater, false, domain.OutcomeApplied, "", "update-robot", domain.StateNone},
+	}
+	for _, s := range steps {
+		publish(s.cmd, s.kp, s.tamper, true)
+	}
+	// An old signed command sent again (past the stream's window, no header): a duplicate.
+	publish(steps[4].cmd, admin, false, false)
+
+	evs := events(t, env.JS, key, len(steps)+1)
+	for i, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			ev := evs[i]
+			if ev.CommandID != s.cmd.ID || ev.Outcome != s.outcome || ev.Code != s.code || ev.Actor != s.actor || ev.To != s.to {
+				t.Fatalf("event %+v, want %s %s actor %q to %s", ev, s.outcome, s.code, s.actor, s.to)
+			}
+		})
+	}
+	if last := evs[len(steps)]; last.Outcome != domain.OutcomeDuplicate || last.CommandID != "s-5" {
+		t.Fatalf("replayed signed command: %+v, want a duplicate", last)
+	}
+	rec, _ := record(t, env, key)
+	if rec.State != domain.StateNone || rec.LastCommandID != "s-8" {
+		t.Fatalf("record %+v", rec)
+	}
+}

@@ -1,0 +1,184 @@
+// Package signing signs commands with NATS nkeys (ed25519) and checks them in the command
+// function: a command carries a signature over its exact body, the signer's public key names a
+// configured admin or updater, and the role must allow the task. The signer's configured name,
+// not the body's self-declared actor, becomes the actor.
+package signing
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"maintsignals/shared/domain"
+)
+
+// Headers of a signed command.
+const (
+	HeaderSigner    = "Maint-Signer"    // the signer's public user nkey (U…)
+	HeaderSignature = "Maint-Signature" // base64url (no padding) ed25519 signature of the body
+)
+
+// Role is what a signer may do.
+type Role string
+
+// Roles. Admins announce maintenance and start updates; updaters report their outcome.
+const (
+	RoleAdmin   Role = "admin"
+	RoleUpdater Role = "updater"
+)
+
+// Allows reports whether the role may send task.
+func (r Role) Allows(t domain.Task) bool {
+	switch r {
+	case RoleAdmin:
+		return t.Kind() == domain.KindSignal || t.Kind() == domain.KindUpdate
+	case RoleUpdater:
+		return t.Kind() == domain.KindOutcome
+	}
+	return false
+}
+
+// Signer is a configured key.
+type Signer struct {
+	Name      string `json:"name"`
+	PublicKey string `json:"publicKey"`
+	Roles     []Role `json:"roles"`
+}
+
+// Policy decides which commands are authorized.
+type Policy struct {
+	// Required refuses unsigned commands (the production setting).
+	Required bool
+	signers  map[string]Signer
+}
+
+// ErrInvalidPolicy is wrapped by configuration errors.
+var ErrInvalidPolicy = errors.New("invalid signing policy")
+
+// NewPolicy validates the signers: well-formed user public keys, a name, known roles.
+func NewPolicy(required bool, signers []Signer) (*Policy, error) {
+	p := &Policy{Required: required, signers: make(map[string]Signer, len(signers))}
+	for _, s := range signers {
+		if !nkeys.IsValidPublicUserKey(s.PublicKey) {
+			return nil, fmt.Errorf("%w: signer %q: %q is not a public user nkey (U…)", ErrInvalidPolicy, s.Name, s.PublicKey)
+		}
+		if s.Name == "" {
+			return nil, fmt.Errorf("%w: signer %s has no name", ErrInvalidPolicy, s.PublicKey)
+		}
+		if len(s.Roles) == 0 {
+			return nil, fmt.Errorf("%w: signer %q has no role", ErrInvalidPolicy, s.Name)
+		}
+		for _, r := range s.Roles {
+			if r != RoleAdmin && r != RoleUpdater {
+				return nil, fmt.Errorf("%w: signer %q: unknown role %q (admin, updater)", ErrInvalidPolicy, s.Name, r)
+			}
+		}
+		if _, dup := p.signers[s.PublicKey]; dup {
+			return nil, fmt.Errorf("%w: key %s listed twice", ErrInvalidPolicy, s.PublicKey)
+		}
+		p.signers[s.PublicKey] = s
+	}
+	if required && len(p.signers) == 0 {
+		return nil, fmt.Errorf("%w: signatures are required but no signer is configured", ErrInvalidPolicy)
+	}
+	return p, nil
+}
+
+// LoadPolicy reads signers from a JSON file: [{"name": "…", "publicKey": "U…", "roles": ["admin"]}].
+func LoadPolicy(path string, required bool) (*Policy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPolicy, err)
+	}
+	var signers []Signer
+	if err := json.Unmarshal(b, &signers); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidPolicy, path, err)
+	}
+	return NewPolicy(required, signers)
+}
+
+// Verify checks the signature headers against the exact body. It returns the signer (nil for an
+// unsigned command that the policy lets through) or an Unauthorized rejection. It runs before
+// the body is decoded: an unauthorized sender gets no further.
+func (p *Policy) Verify(body []byte, h nats.Header) (*Signer, *domain.Rejection) {
+	pub, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
+	if pub == "" && sig == "" {
+		if p.Required {
+			return nil, unauthorized("the command is not signed; sign it with an admin or updater nkey (%s, %s headers)", HeaderSigner, HeaderSignature)
+		}
+		return nil, nil
+	}
+	s, ok := p.signers[pub]
+	if !ok {
+		return nil, unauthorized("signer %q is not a configured admin or updater", truncate(pub, 60))
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return nil, unauthorized("signature is not base64url: %v", err)
+	}
+	kp, err := nkeys.FromPublicKey(pub)
+	if err != nil {
+		return nil, unauthorized("signer key: %v", err)
+	}
+	if err := kp.Verify(body, raw); err != nil {
+		return nil, unauthorized("signature does not match the body for signer %s", s.Name)
+	}
+	return &s, nil
+}
+
+// Authorize checks that the signer's roles allow the command's task. An unsigned command (nil
+// signer) passes only when signatures are not required (Verify has refused it otherwise).
+func (p *Policy) Authorize(s *Signer, t domain.Task) *domain.Rejection {
+	if s == nil {
+		return nil
+	}
+	if slices.ContainsFunc(s.Roles, func(r Role) bool { return r.Allows(t) }) {
+		return nil
+	}
+	return unauthorized("signer %s (%v) may not send task %s", s.Name, s.Roles, t)
+}
+
+// Sign signs body with the seed's key and sets the headers on h.
+func Sign(kp nkeys.KeyPair, body []byte, h nats.Header) error {
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	sig, err := kp.Sign(body)
+	if err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	h.Set(HeaderSigner, pub)
+	h.Set(HeaderSignature, base64.RawURLEncoding.EncodeToString(sig))
+	return nil
+}
+
+// LoadSeed reads a user nkey seed (SU…) from a file.
+func LoadSeed(path string) (nkeys.KeyPair, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("nkey seed: %w", err)
+	}
+	kp, err := nkeys.ParseDecoratedNKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("nkey seed %s: %w", path, err)
+	}
+	return kp, nil
+}
+
+func unauthorized(format string, args ...any) *domain.Rejection {
+	return &domain.Rejection{Code: domain.CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
