@@ -41,6 +41,16 @@ type Deps struct {
 	Now func() time.Time
 	// Auth checks command signatures; nil accepts every command unsigned.
 	Auth *signing.Policy
+	// Limit admits commands per entity; nil admits all.
+	Limit *Limiter
+	// Answered finds the last outcome event of an entity, so that a redelivered command that
+	// already has its outcome is not judged again; nil skips the check.
+	Answered Answered
+}
+
+// Answered looks up the last outcome event published for an entity key.
+type Answered interface {
+	LastEvent(ctx context.Context, key string) (domain.Event, bool, error)
 }
 
 // maxConflicts bounds re-read-and-re-apply rounds on revision conflicts. With one consumer per
@@ -60,6 +70,24 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 			cmd.ID = msgID
 		}
 		return d.reject(ctx, key, msg, cmd, rej, now().UTC())
+	}
+	if msg.Delivered > 1 && d.Answered != nil {
+		// Events of an entity are published in command order: if the last one answers this
+		// command, it was handled and only the ack was lost.
+		last, ok, err := d.Answered.LastEvent(ctx, key)
+		if err != nil {
+			return fmt.Errorf("read last outcome: %w", err)
+		}
+		if ok && last.CommandSeq == msg.Seq {
+			d.log().Info("redelivered command already has its outcome", "key", key, "command_id", cmd.ID, "outcome", last.Outcome)
+			return nil
+		}
+	}
+	if msg.Delivered == 1 {
+		// Only a first delivery is rate limited: a retry of an admitted command stays admitted.
+		if rej := d.Limit.Admit(key, now()); rej != nil {
+			return d.reject(ctx, key, msg, cmd, rej, now().UTC())
+		}
 	}
 	for range maxConflicts {
 		rec, rev, err := d.Records.Get(ctx, key)

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -27,11 +28,23 @@ type Config struct {
 
 	// Auth checks command signatures (nil: unsigned commands are accepted).
 	Auth *signing.Policy
+	// EntityRate and EntityBurst admit commands per entity and replica (a flood of commands
+	// for one entity is refused without touching the bucket). Zero takes the defaults;
+	// a negative rate admits everything.
+	EntityRate  float64
+	EntityBurst int
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
 	Events  Publisher
 }
+
+// Default per-entity admission: far above what maintenance of one cluster needs, far below a
+// flood.
+const (
+	DefaultEntityRate  = 20
+	DefaultEntityBurst = 200
+)
 
 // Run serves every command partition until ctx is cancelled, then drains. Any number of
 // replicas may run at once: each partition has one command in flight across all of them.
@@ -69,7 +82,16 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	if cfg.MaxDeliver == 0 {
 		cfg.MaxDeliver = provision.DefaultConfig().MaxDeliver
 	}
-	d := Deps{Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"), Auth: cfg.Auth}
+	if cfg.EntityRate == 0 {
+		cfg.EntityRate = DefaultEntityRate
+	}
+	if cfg.EntityBurst == 0 {
+		cfg.EntityBurst = DefaultEntityBurst
+	}
+	d := Deps{
+		Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"),
+		Auth: cfg.Auth, Limit: NewLimiter(cfg.EntityRate, cfg.EntityBurst), Answered: lastEvents{js},
+	}
 	return runtime.Config{
 		Name:              "command",
 		Stream:            domain.CommandsStream,
@@ -107,4 +129,23 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// lastEvents reads the last outcome event of an entity from the events stream.
+type lastEvents struct{ js jetstream.JetStream }
+
+func (l lastEvents) LastEvent(ctx context.Context, key string) (domain.Event, bool, error) {
+	s, err := l.js.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		return domain.Event{}, false, err
+	}
+	m, err := s.GetLastMsgForSubject(ctx, domain.EventSubject(key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return domain.Event{}, false, nil
+	}
+	if err != nil {
+		return domain.Event{}, false, err
+	}
+	ev, err := domain.DecodeEvent(m.Data)
+	return ev, err == nil, err
 }

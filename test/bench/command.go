@@ -88,7 +88,7 @@ func startReplicas(ctx context.Context, connect func() (*nats.Conn, error), n in
 		go func() {
 			defer wg.Done()
 			defer nc.Close()
-			_ = command.Run(cctx, js, command.Config{})
+			_ = command.Run(cctx, js, command.Config{EntityRate: -1}) // the load repeats keys on purpose
 		}()
 	}
 	return func() { cancel(); wg.Wait() }, nil
