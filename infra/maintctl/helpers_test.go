@@ -174,3 +174,50 @@ func mustContain(t *testing.T, what, s string, subs ...string) {
 		}
 	}
 }
+
+// upRun is a `maintctl up` running in-process.
+type upRun struct {
+	out, errOut *syncBuffer
+	stop        func() result // interrupts it and returns what it produced
+}
+
+// startUpInProcess runs maintctl args (an `up`) with a cancelable context until it is ready,
+// within ready.
+func startUpInProcess(t *testing.T, c *cli, ready time.Duration, args ...string) *upRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &upRun{out: &syncBuffer{}, errOut: &syncBuffer{}}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, c.getenv, u.out, u.errOut) }()
+	stopped := false
+	u.stop = func() result {
+		t.Helper()
+		cancel()
+		stopped = true
+		select {
+		case err := <-done:
+			return result{stdout: u.out.String(), stderr: u.errOut.String(), err: err}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("up did not stop within 30s\n%s", u.errOut)
+			return result{}
+		}
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			cancel()
+			<-done
+		}
+	})
+	deadline := time.After(ready)
+	for !strings.Contains(u.out.String(), "ready:") {
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("up ended early: %v\nstdout:\n%s\nstderr:\n%s", err, u.out, u.errOut)
+		case <-deadline:
+			t.Fatalf("up not ready within %s\nstdout:\n%s\nstderr:\n%s", ready, u.out, u.errOut)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return u
+}

@@ -203,7 +203,7 @@ func TestVerbs_InvalidInputIsRefusedBeforeSending(t *testing.T) {
 		{[]string{"get", "--bogus", testID}, "unknown flag"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"list", "--state", "maybe"}, "is not a state"},
-		{[]string{"up", "--nodes", "3"}, "not supported yet"},
+		{[]string{"up", "--nodes", "2"}, "use 1, or 3 or 5"},
 		{[]string{"up", "--listen", "nohost"}, "host:port"},
 		{[]string{"function"}, "needs one NAME"},
 		{[]string{"function", "bogus"}, "unknown function"},
@@ -443,37 +443,16 @@ var listenRE = regexp.MustCompile(`listening on (nats://\S+)`)
 func TestUp_InProcessKeepsStateAcrossRestart(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	c := newCLI(t, nil)
+	args := []string{"up", "--listen", "127.0.0.1:0", "--data", data, "--tick", "1s", "--metrics-listen", "127.0.0.1:0"}
 
 	startUp := func() (url string, stop func() result) {
-		ctx, cancel := context.WithCancel(context.Background())
-		out, errOut := &syncBuffer{}, &syncBuffer{}
-		done := make(chan error, 1)
-		go func() {
-			done <- run(ctx, []string{"up", "--listen", "127.0.0.1:0", "--data", data, "--tick", "1s", "--metrics-listen", "127.0.0.1:0"}, c.getenv, out, errOut)
-		}()
-		waitFor(t, "up to be ready", 20*time.Second, func() bool {
-			select {
-			case err := <-done:
-				t.Fatalf("up ended early: %v\n%s\n%s", err, out, errOut)
-			default:
-			}
-			return strings.Contains(out.String(), "ready:")
-		})
-		m := listenRE.FindStringSubmatch(out.String())
+		u := startUpInProcess(t, c, 20*time.Second, args...)
+		m := listenRE.FindStringSubmatch(u.out.String())
 		if m == nil {
-			t.Fatalf("up did not print where it listens:\n%s", out)
+			t.Fatalf("up did not print where it listens:\n%s", u.out)
 		}
-		mustContain(t, "up output", out.String(), "provisioned:", "MAINT_EVENTS", "metrics: http://127.0.0.1:", "/metrics", "functions: command")
-		return m[1], func() result {
-			cancel()
-			select {
-			case err := <-done:
-				return result{stdout: out.String(), stderr: errOut.String(), err: err}
-			case <-time.After(20 * time.Second):
-				t.Fatal("up did not stop")
-				return result{}
-			}
-		}
+		mustContain(t, "up output", u.out.String(), "provisioned:", "MAINT_EVENTS", "metrics: http://127.0.0.1:", "/metrics", "functions: command")
+		return m[1], u.stop
 	}
 
 	url, stop := startUp()

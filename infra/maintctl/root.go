@@ -77,7 +77,14 @@ const rootExample = `  # the whole stack on this machine (NATS on 127.0.0.1:4222
   maintctl succeeded $ID
   maintctl get $ID
   maintctl history $ID
-  maintctl list --state pending -o json`
+  maintctl list --state pending -o json
+
+  # commands that could not be handled, and sending them through again
+  maintctl dlq list
+  maintctl dlq replay --all
+
+  # a local 3-node JetStream cluster (replicas 3); export the NATS_URL list it prints
+  maintctl up --nodes 3 --data ./maint-cluster`
 
 func init() {
 	// Commands are listed in the order they are added (the admin verbs in workflow order).
@@ -131,6 +138,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddGroup(
 		&cobra.Group{ID: "admin", Title: "Admin commands (wait for the outcome):"},
 		&cobra.Group{ID: "read", Title: "Reading state and history:"},
+		&cobra.Group{ID: "dlq", Title: "Dead letters:"},
 		&cobra.Group{ID: "run", Title: "Running the stack:"},
 	)
 	for _, c := range a.commandVerbs() {
@@ -141,6 +149,9 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}
+	dlqCmd := a.dlqCommand()
+	dlqCmd.GroupID = "dlq"
+	root.AddCommand(dlqCmd)
 	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand()} {
 		c.GroupID = "run"
 		root.AddCommand(c)

@@ -22,7 +22,6 @@ import (
 	"maintsignals/functions/emitter"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/client"
-	"maintsignals/shared/embedded"
 	"maintsignals/shared/telemetry"
 )
 
@@ -128,21 +127,31 @@ Metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._METRICS_ENDPOINT) 
 OTEL_EXPORTER_OTLP_PROTOCOL grpc (default) or http/protobuf; otherwise they are served as a
 Prometheus page at --metrics-listen for people to read.
 
-The server has no authentication: keep --listen on loopback.
+--nodes 3 (or 5) runs a JetStream cluster of that many embedded servers on loopback, all in
+this one process, for local trials of replication and fail-over: every stream and the bucket
+get as many replicas, and the functions connect with the comma-separated URL list, as they
+would to any cluster. Electing the cluster's leader takes a few seconds at each start. Ports,
+from the --listen port P: node i serves clients on P+i and routes on P+100+i (4222-4224 and
+4322-4324 by default); with port 0 they are free ports the first time, then the same ones again.
+Node i keeps its store under --data/node-i, and --data/cluster.json records the node count and
+ports, so that a restart on the same --data keeps every record on the same addresses. Export the
+printed NATS_URL list for the admin verbs. A --data directory holds either one server or a
+cluster of one size: start it again the same way.
 
---nodes 3 (a 3-node JetStream cluster on loopback) is not supported yet; only --nodes 1 runs.`,
+The servers have no authentication: keep --listen on loopback.`,
 		Example: `  maintctl up
   maintctl up --listen 127.0.0.1:4333 --data /var/tmp/maint --tick 10s
+  maintctl up --nodes 3 --data ./maint-cluster     # then: export NATS_URL=<the printed list>
   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 maintctl up`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.up(cmd.Context(), f) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:4222", "host:port where NATS accepts clients (port 0: a free port)")
-	fl.StringVar(&f.data, "data", "./maintsignals-data", "directory of the JetStream store (created if missing)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:4222", "host:port where NATS accepts clients (port 0: a free port); with --nodes, node i takes port+i")
+	fl.StringVar(&f.data, "data", "./maintsignals-data", "directory of the JetStream store (created if missing; with --nodes, one node-N directory per node)")
 	fl.DurationVar(&f.tick, "tick", time.Minute, "how often the emitter re-exports every state (at least 1s)")
-	fl.IntVar(&f.nodes, "nodes", 1, "JetStream nodes: 1 (3, a local cluster, is not supported yet)")
-	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
+	fl.IntVar(&f.nodes, "nodes", 1, "JetStream servers: 1, or 3 or 5 for a local cluster (streams and bucket get as many replicas)")
+	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store (of every node) to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	addEmitFlags(c, &f.emit)
@@ -151,21 +160,19 @@ The server has no authentication: keep --listen on loopback.
 
 func (a *app) up(ctx context.Context, f upFlags) error {
 	switch f.nodes {
-	case 1:
-	case 3:
-		return errors.New("--nodes 3 (a local 3-node JetStream cluster) is not supported yet; run `maintctl up` with --nodes 1")
+	case 1, 3, 5:
 	default:
-		return fmt.Errorf("--nodes %d: use 1 (3 is planned)", f.nodes)
+		return fmt.Errorf("--nodes %d: use 1, or 3 or 5 for a local JetStream cluster", f.nodes)
 	}
 	if f.tick < time.Second {
 		return fmt.Errorf("--tick %s: at least 1s", f.tick)
 	}
-	listen, err := resolveListen(f.listen)
+	host, port, err := parseListen(f.listen)
 	if err != nil {
 		return err
 	}
-	if host, _, _ := net.SplitHostPort(listen); !isLoopback(host) {
-		a.log.Warn("NATS listens beyond loopback without authentication", "listen", listen)
+	if !isLoopback(host) {
+		a.log.Warn("NATS listens beyond loopback without authentication", "listen", f.listen)
 	}
 	data, err := filepath.Abs(f.data)
 	if err != nil {
@@ -179,6 +186,10 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		return err
 	}
 	defer unlock()
+	plan, err := planNATS(f, host, port, data)
+	if err != nil {
+		return err
+	}
 
 	// Telemetry first: a metrics port in use fails before anything else starts.
 	tel, err := a.setupTelemetry(ctx, "maintsignals", f.metricsListen)
@@ -187,32 +198,25 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
-	srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: listen, SyncAlways: f.syncAlways})
+	nr, err := a.startNATS(ctx, plan, data, f.syncAlways)
 	if err != nil {
-		return fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", listen, err)
+		return err
 	}
-	defer srv.Stop()
-	url := srv.ClientURL()
-	a.printf("NATS with JetStream listening on %s\n", url)
+	defer nr.stop()
 	durability := "synced before each acknowledgement"
 	if !f.syncAlways {
 		durability = "synced every 2 minutes"
 	}
 	a.printf("store: %s (%s)\n", data, durability)
-
-	nc, err := srv.Connect(nats.Name("maintctl-up"))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
+	if f.nodes > 1 {
+		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	pctx, cancel := context.WithTimeout(ctx, time.Minute)
-	rep, err := provision.Run(pctx, js, provision.Config{Tick: f.tick, Partitions: f.partitions})
-	cancel()
+	js, err := jetstream.New(nr.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	rep, err := a.provisionUp(ctx, js, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {
@@ -227,15 +231,66 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	err = a.runFunctions(ctx, functions, functionEnv{js: js, tel: tel, a: a, tick: f.tick, emit: f.emit}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
-		a.printf("ready: try `NATS_URL=%s maintctl pending <resource-id>`; Ctrl-C stops\n", url)
+		a.printf("ready: try `NATS_URL=%s maintctl pending <resource-id>`; Ctrl-C stops\n", nr.urls)
 	})
 	a.log.Info("functions stopped; shutting NATS down")
-	nc.Close()
-	srv.Stop()
+	nr.stop()
 	if err == nil {
 		a.printf("stopped\n")
 	}
 	return err
+}
+
+// provisionUp provisions the stack of `up`. In a cluster that has just elected its leaders, a
+// request can meet another election and get no answer at all; so each request is bounded by the
+// client's default timeout (ctx carries no deadline) and a pass that failed that way is run
+// again, for up to a minute. The report merges the passes: what an earlier pass created still
+// shows as created.
+func (a *app) provisionUp(ctx context.Context, js jetstream.JetStream, cfg provision.Config) (provision.Report, error) {
+	const retryFor = time.Minute
+	deadline := time.Now().Add(retryFor)
+	var rep provision.Report
+	for {
+		next, err := provision.Run(ctx, js, cfg)
+		rep = mergeReports(rep, next)
+		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return rep, err
+		}
+		a.log.Warn("provisioning met a NATS leader election; trying again", "error", err)
+		select {
+		case <-ctx.Done():
+			return rep, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// transient tells a failure that trying again may cure: no answer in time, or JetStream
+// temporarily unavailable (503).
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		(errors.As(err, &apiErr) && apiErr.Code == 503)
+}
+
+// mergeReports returns next, where what was created or updated by the earlier pass prev shows
+// as such instead of unchanged.
+func mergeReports(prev, next provision.Report) provision.Report {
+	done := make(map[string]provision.Change, len(prev))
+	for _, ch := range prev {
+		if ch.Action == provision.Created || ch.Action == provision.Updated {
+			done[ch.Kind+" "+ch.Name] = ch
+		}
+	}
+	out := make(provision.Report, len(next))
+	for i, ch := range next {
+		if earlier, ok := done[ch.Kind+" "+ch.Name]; ok && ch.Action == provision.Unchanged {
+			ch = earlier
+		}
+		out[i] = ch
+	}
+	return out
 }
 
 // runFunctions runs the available functions until ctx is cancelled or one fails; ready is
@@ -320,29 +375,33 @@ func metricsWhere(tel *telemetry.Telemetry, env func(string) string) string {
 	}
 }
 
-// resolveListen checks host:port and that it is free; port 0 becomes a free port
-// (nats-server itself reads 0 as its default, 4222).
-func resolveListen(listen string) (string, error) {
-	_, port, err := net.SplitHostPort(listen)
+// parseListen reads --listen as host:port.
+func parseListen(listen string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(listen)
 	if err != nil {
-		return "", fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:4222", listen)
+		return "", 0, fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:4222", listen)
 	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 0 || p > 65535 {
-		return "", fmt.Errorf("--listen %q: bad port", listen)
+	port, err = strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--listen %q: bad port", listen)
 	}
-	// Listen once here: a port in use fails at once with a clear message (nats-server would
-	// only time out), and port 0 becomes a free port.
-	ln, err := net.Listen("tcp", listen)
+	return host, port, nil
+}
+
+// listenCheck listens on addr once, so that a port in use fails at once with a clear message
+// (nats-server would only time out), and returns the address it bound: port 0 becomes a free
+// port (nats-server itself reads 0 as its default, 4222).
+func listenCheck(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("--listen %s: %w (is another `maintctl up` or NATS server running? use another --listen)", listen, err)
+		return "", err
 	}
-	addr := ln.Addr().String()
+	bound := ln.Addr().String()
 	_ = ln.Close()
-	if p != 0 {
-		return listen, nil
+	if _, port, _ := net.SplitHostPort(addr); port != "0" {
+		return addr, nil
 	}
-	return addr, nil
+	return bound, nil
 }
 
 func isLoopback(host string) bool {

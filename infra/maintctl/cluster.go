@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"maintsignals/shared/client"
+	"maintsignals/shared/embedded"
+)
+
+// Layout of a local cluster (`maintctl up --nodes N`).
+const (
+	// clusterName names the cluster; its servers are maintctl-0, maintctl-1, ... The server
+	// names identify the JetStream peers in the stores: they never change on one --data.
+	clusterName = "maintctl"
+	// clusterFile, under --data, records the node count and ports of the cluster, so that a
+	// restart comes back on the same addresses (and NATS_URL keeps working).
+	clusterFile = "cluster.json"
+	// routePortOffset: with --listen port P, node i takes client port P+i and route port
+	// P+routePortOffset+i.
+	routePortOffset = 100
+)
+
+// clusterLayout is the content of cluster.json.
+type clusterLayout struct {
+	Nodes       int    `json:"nodes"`
+	Host        string `json:"host"`
+	ClientPorts []int  `json:"clientPorts"`
+	RoutePorts  []int  `json:"routePorts"`
+}
+
+// readClusterLayout reads cluster.json under data; nil when there is none.
+func readClusterLayout(data string) (*clusterLayout, error) {
+	path := filepath.Join(data, clusterFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var l clusterLayout
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("read %s: %w (remove it to pick ports afresh)", path, err)
+	}
+	if l.Nodes < 1 || len(l.ClientPorts) != l.Nodes || len(l.RoutePorts) != l.Nodes {
+		return nil, fmt.Errorf("read %s: %d nodes with %d client and %d route ports (remove it to pick ports afresh)", path, l.Nodes, len(l.ClientPorts), len(l.RoutePorts))
+	}
+	return &l, nil
+}
+
+// writeClusterLayout writes cluster.json under data, atomically.
+func writeClusterLayout(data string, l clusterLayout) error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(data, clusterFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o640); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// checkDataMode refuses a --data directory that holds the store of another setup: a single
+// server keeps its store in DIR/jetstream, a cluster in DIR/node-N with DIR/cluster.json.
+// Starting the other way would come up empty, as if every record were lost.
+func checkDataMode(data string, nodes int) (*clusterLayout, error) {
+	layout, err := readClusterLayout(data)
+	if err != nil {
+		return nil, err
+	}
+	if nodes == 1 {
+		if layout != nil {
+			return nil, fmt.Errorf("--data %s holds a %d-node cluster (%s): run `maintctl up --nodes %d`, or use another --data", data, layout.Nodes, clusterFile, layout.Nodes)
+		}
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(data, "jetstream")); err == nil {
+		return nil, fmt.Errorf("--data %s holds the store of a single server: run `maintctl up` without --nodes, or use another --data", data)
+	}
+	if layout != nil && layout.Nodes != nodes {
+		return nil, fmt.Errorf("--data %s holds a %d-node cluster (%s): run `maintctl up --nodes %d`, or use another --data", data, layout.Nodes, clusterFile, layout.Nodes)
+	}
+	return layout, nil
+}
+
+// planCluster chooses the ports of the nodes: from the --listen port P, P+i for clients and
+// P+100+i for routes; with port 0, the ones cluster.json recorded, or nil (free ports) the
+// first time.
+func planCluster(host string, port, nodes int, saved *clusterLayout) (clients, routes []int, err error) {
+	switch {
+	case port != 0:
+		if last := port + routePortOffset + nodes - 1; last > 65535 {
+			return nil, nil, fmt.Errorf("--listen port %d: the cluster needs ports up to %d; use a lower port", port, last)
+		}
+		for i := range nodes {
+			clients = append(clients, port+i)
+			routes = append(routes, port+routePortOffset+i)
+		}
+	case saved != nil:
+		clients, routes = saved.ClientPorts, saved.RoutePorts
+	default:
+		return nil, nil, nil
+	}
+	// Listen once on each: a port in use fails at once with a clear message (nats-server
+	// would only time out).
+	for i := range nodes {
+		for _, p := range []struct {
+			what string
+			port int
+		}{{"client", clients[i]}, {"route", routes[i]}} {
+			if _, err := listenCheck(net.JoinHostPort(host, strconv.Itoa(p.port))); err != nil {
+				return nil, nil, fmt.Errorf("node %d %s port: %w (is another `maintctl up` or NATS server running? use another --listen)", i, p.what, err)
+			}
+		}
+	}
+	return clients, routes, nil
+}
+
+// natsPlan is where the NATS side of `up` runs, checked before anything starts.
+type natsPlan struct {
+	nodes int
+	// one server: listen is its checked host:port (port 0 resolved to a free one).
+	listen string
+	// a cluster: host and the ports of each node (nil: free ones).
+	host            string
+	clients, routes []int
+}
+
+// planNATS checks --nodes, --listen (read as host and port) and --data against each other, and
+// that the ports are free.
+func planNATS(f upFlags, host string, port int, data string) (natsPlan, error) {
+	p := natsPlan{nodes: f.nodes}
+	saved, err := checkDataMode(data, f.nodes)
+	if err != nil {
+		return p, err
+	}
+	if f.nodes == 1 {
+		p.listen, err = listenCheck(f.listen)
+		if err != nil {
+			return p, fmt.Errorf("--listen %s: %w (is another `maintctl up` or NATS server running? use another --listen)", f.listen, err)
+		}
+		return p, nil
+	}
+	if host == "" {
+		return p, fmt.Errorf("--listen %q: a cluster needs a host, e.g. 127.0.0.1:4222", f.listen)
+	}
+	p.host = host
+	p.clients, p.routes, err = planCluster(host, port, f.nodes, saved)
+	return p, err
+}
+
+// startNATS starts the server or the cluster of the plan and connects the functions to it.
+func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways bool) (*natsRun, error) {
+	if p.nodes == 1 {
+		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways})
+		if err != nil {
+			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", p.listen, err)
+		}
+		a.printf("NATS with JetStream listening on %s\n", srv.ClientURL())
+		nc, err := srv.Connect(nats.Name("maintctl-up"))
+		if err != nil {
+			srv.Stop()
+			return nil, err
+		}
+		return &natsRun{urls: srv.ClientURL(), nc: nc, stop: sync.OnceFunc(func() { nc.Close(); srv.Stop() })}, nil
+	}
+
+	a.log.Info("starting a local JetStream cluster; electing its meta leader takes a few seconds", "nodes", p.nodes, "data", data)
+	c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{
+		Nodes: p.nodes, StoreDir: data, ClientPorts: p.clients, RoutePorts: p.routes,
+		Host: p.host, SyncAlways: syncAlways, Name: clusterName,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start a %d-node NATS cluster: %w", p.nodes, err)
+	}
+	layout := clusterLayout{Nodes: p.nodes, Host: p.host}
+	a.printf("NATS JetStream cluster %q of %d nodes:\n", clusterName, p.nodes)
+	for i, s := range c.Servers {
+		rp := s.ClusterAddr().Port
+		layout.ClientPorts = append(layout.ClientPorts, s.Addr().(*net.TCPAddr).Port)
+		layout.RoutePorts = append(layout.RoutePorts, rp)
+		a.printf("  %s listening on %s (routes on port %d, store %s)\n", s.Name(), s.ClientURL(), rp, filepath.Join(data, "node-"+strconv.Itoa(i)))
+	}
+	if err := writeClusterLayout(data, layout); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	// The functions connect with the URL list, as they would to any cluster.
+	cl, err := client.Connect(ctx, c.URLs(), client.Options{Name: "maintctl-up", Logger: a.log})
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return &natsRun{urls: c.URLs(), nc: cl.NC, stop: sync.OnceFunc(func() { cl.Close(); c.Stop() })}, nil
+}
+
+// natsRun is the NATS side of `up`: one embedded server or a local cluster.
+type natsRun struct {
+	urls string     // for NATS_URL: one URL, or the comma-separated list of a cluster
+	nc   *nats.Conn // the functions' connection
+	stop func()     // closes nc and shuts the servers down (once; later calls do nothing)
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/client"
+	"maintsignals/shared/domain"
+)
+
+var natsURLRE = regexp.MustCompile(`(?m)^NATS_URL=(\S+)$`)
+
+func TestUp_ThreeNodeClusterKeepsStateAcrossRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node JetStream cluster twice (about 20 s)")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	c := newCLI(t, nil)
+	args := []string{"up", "--nodes", "3", "--listen", "127.0.0.1:0", "--data", data, "--tick", "1s", "--metrics-listen", ""}
+
+	startUp := func() (urls string, u *upRun) {
+		u = startUpInProcess(t, c, 40*time.Second, args...)
+		out := u.out.String()
+		m := natsURLRE.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("up --nodes 3 did not print NATS_URL:\n%s", out)
+		}
+		urls = m[1]
+		list := strings.Split(urls, ",")
+		if len(list) != 3 {
+			t.Fatalf("NATS_URL %q: want 3 URLs", urls)
+		}
+		for i, url := range list {
+			mustContain(t, "up output", out, "maintctl-"+strconv.Itoa(i)+" listening on "+url, filepath.Join(data, "node-"+strconv.Itoa(i)))
+		}
+		mustContain(t, "up output", out, `cluster "maintctl" of 3 nodes`, "synced before each acknowledgement", "provisioned:", "functions: command, emitter")
+		return urls, u
+	}
+
+	urls, u := startUp()
+	if !regexp.MustCompile(`MAINT_COMMANDS\s+created`).MatchString(u.out.String()) {
+		t.Errorf("first up did not create MAINT_COMMANDS:\n%s", u.out)
+	}
+	c.env["NATS_URL"] = urls
+	c.ok("pending", "--reason", "replicated", testID)
+	mustContain(t, "start", c.ok("start", testID), "applied Everything: Pending → Planned")
+
+	// Every stream and the bucket have three replicas.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, urls, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+		s, err := cl.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		if r := s.CachedInfo().Config.Replicas; r != 3 {
+			t.Errorf("stream %s has %d replicas, want 3", name, r)
+		}
+	}
+	cl.Close()
+
+	if res := u.stop(); res.err != nil {
+		t.Fatalf("up --nodes 3 after interrupt: %v\n%s", res.err, res.stderr)
+	}
+	mustContain(t, "up output", u.out.String(), "stopped")
+	if _, err := os.Stat(filepath.Join(data, clusterFile)); err != nil {
+		t.Fatalf("no %s after the first run: %v", clusterFile, err)
+	}
+
+	// The same --data comes back on the same addresses, with every record.
+	again, u := startUp()
+	if again != urls {
+		t.Errorf("restart on the same --data: NATS_URL %s, want %s", again, urls)
+	}
+	if !regexp.MustCompile(`MAINT_COMMANDS\s+unchanged`).MatchString(u.out.String()) {
+		t.Errorf("second up did not find MAINT_COMMANDS as it was:\n%s", u.out)
+	}
+	rec := decodeJSON[recordJSON](t, c.ok("get", "-o", "json", testID))
+	if rec.State != domain.StatePlanned || !rec.Updating || rec.Reason != "replicated" {
+		t.Errorf("after restart: %+v", rec)
+	}
+	c.ok("succeeded", testID)
+	if evs := decodeJSON[[]domain.Event](t, c.ok("history", "-o", "json", testID)); len(evs) != 3 {
+		t.Errorf("history after restart has %d events, want 3", len(evs))
+	}
+	if res := u.stop(); res.err != nil {
+		t.Fatalf("second up --nodes 3: %v\n%s", res.err, res.stderr)
+	}
+}
+
+func TestUp_DataDirectoryKeepsItsNodeCount(t *testing.T) {
+	c := newCLI(t, nil)
+	single := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(single, "jetstream"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	cluster := t.TempDir()
+	if err := writeClusterLayout(cluster, clusterLayout{Nodes: 3, Host: "127.0.0.1", ClientPorts: []int{1, 2, 3}, RoutePorts: []int{4, 5, 6}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "--nodes", "3", "--data", single}, "holds the store of a single server"},
+		{[]string{"up", "--data", cluster}, "holds a 3-node cluster"},
+		{[]string{"up", "--nodes", "5", "--data", cluster}, "run `maintctl up --nodes 3`"},
+		{[]string{"up", "--nodes", "3", "--listen", ":4222", "--data", t.TempDir()}, "a cluster needs a host"},
+		{[]string{"up", "--nodes", "5", "--listen", "127.0.0.1:65500", "--data", t.TempDir()}, "ports up to 65604"},
+	} {
+		r := c.run(append(tt.args, "--metrics-listen", "")...)
+		if r.err == nil || !strings.Contains(r.err.Error(), tt.want) || r.code() != exitError {
+			t.Errorf("maintctl %q: exit %d, err = %v, want one containing %q", tt.args, r.code(), r.err, tt.want)
+		}
+	}
+}
+
+func TestPlanCluster_Ports(t *testing.T) {
+	// Recorded ports are reused; one in use fails at once, naming it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().(*net.TCPAddr).Port
+	free := []int{freePort(t), freePort(t), freePort(t)}
+	saved := &clusterLayout{Nodes: 3, Host: "127.0.0.1", ClientPorts: free, RoutePorts: []int{free[0], free[1], busy}}
+	_, _, err = planCluster("127.0.0.1", 0, 3, saved)
+	if err == nil || !strings.Contains(err.Error(), "node 2 route port") || !strings.Contains(err.Error(), strconv.Itoa(busy)) {
+		t.Errorf("planCluster with a busy recorded port: %v", err)
+	}
+	saved.RoutePorts[2] = free[2]
+	clients, routes, err := planCluster("127.0.0.1", 0, 3, saved)
+	if err != nil || !slices.Equal(clients, free) || !slices.Equal(routes, free) {
+		t.Errorf("planCluster with recorded ports = %v %v %v", clients, routes, err)
+	}
+	// Port 0 and nothing recorded: free ports, picked when the cluster starts.
+	if clients, routes, err := planCluster("127.0.0.1", 0, 3, nil); clients != nil || routes != nil || err != nil {
+		t.Errorf("planCluster(0, nil) = %v %v %v", clients, routes, err)
+	}
+}
+
+func TestMergeReports_KeepsWhatAnEarlierPassDid(t *testing.T) {
+	first := provision.Report{
+		{Kind: "stream", Name: "A", Action: provision.Created},
+		{Kind: "stream", Name: "B", Action: provision.Failed, Err: context.DeadlineExceeded},
+	}
+	second := provision.Report{
+		{Kind: "stream", Name: "A", Action: provision.Unchanged},
+		{Kind: "stream", Name: "B", Action: provision.Created},
+		{Kind: "consumer", Name: "A/c", Action: provision.Created},
+	}
+	var got []string
+	for _, ch := range mergeReports(mergeReports(nil, first), second) {
+		got = append(got, ch.Kind+" "+ch.Name+" "+string(ch.Action))
+	}
+	if s := strings.Join(got, ", "); s != "stream A created, stream B created, consumer A/c created" {
+		t.Errorf("merged = %s", s)
+	}
+	if !transient(fmt.Errorf("stream X: %w", context.DeadlineExceeded)) || transient(provision.ErrInvalidConfig) {
+		t.Error("transient misjudges a timeout or a configuration error")
+	}
+}

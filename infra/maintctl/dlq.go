@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"maintsignals/shared/client"
+	"maintsignals/shared/dlq"
+	"maintsignals/shared/domain"
+)
+
+func (a *app) dlqCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "dlq",
+		Short: "List dead-lettered commands and send them through again",
+		Long: `A command the command function could not handle goes to the ` + domain.DLQStream + ` stream with the
+reason, and its outcome event says dead_lettered: its retries ran out (the bucket or NATS was
+unavailable for longer than the backoff rides out) or the handler failed on it for good. A
+rejected command is not a dead letter: it has its rejected outcome and is never retried.
+
+List the dead letters, fix the cause, then replay them: each goes through the command function
+again with its own command id, so a command that had in fact taken effect comes back as a
+duplicate and changes nothing.`,
+		Example: "  maintctl dlq list\n  maintctl dlq replay 3 4\n  maintctl dlq replay --all",
+		Args:    cobra.NoArgs, // an unknown subcommand is an error, not this help
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	c.AddCommand(a.dlqListCommand(), a.dlqReplayCommand())
+	return c
+}
+
+// letterJSON is the JSON form of a dead letter for scripts.
+type letterJSON struct {
+	Seq        uint64      `json:"seq"`
+	At         time.Time   `json:"at"`
+	Key        string      `json:"key"`
+	ResourceID string      `json:"resourceId,omitempty"`
+	Task       domain.Task `json:"task,omitempty"`
+	CommandID  string      `json:"commandId,omitempty"`
+	Deliveries int         `json:"deliveries"`
+	Reason     string      `json:"reason"`
+	// Body is the command as it was stored, when it is JSON; BodyText otherwise.
+	Body     json.RawMessage `json:"body,omitempty"`
+	BodyText string          `json:"bodyText,omitempty"`
+}
+
+// letterCommand reads what it can of a dead letter's command (resource ID, task).
+func letterCommand(l dlq.Letter) domain.Command {
+	cmd, _ := domain.DecodeCommand(l.Body, l.Key, "")
+	return cmd
+}
+
+func toLetterJSON(l dlq.Letter) letterJSON {
+	cmd := letterCommand(l)
+	doc := letterJSON{
+		Seq: l.Seq, At: l.At, Key: l.Key, ResourceID: cmd.ResourceID, Task: cmd.Task,
+		CommandID: l.CommandID, Deliveries: l.Deliveries, Reason: l.Reason,
+	}
+	if json.Valid(l.Body) {
+		doc.Body = l.Body
+	} else {
+		doc.BodyText = string(l.Body)
+	}
+	return doc
+}
+
+// resourceOrKey names the entity of a dead letter: its resource ID, or its key when the body
+// does not say.
+func resourceOrKey(l dlq.Letter, cmd domain.Command) string {
+	switch {
+	case cmd.ResourceID != "":
+		return cmd.ResourceID
+	case l.Key != "":
+		return "key " + l.Key
+	default:
+		return "-"
+	}
+}
+
+func (a *app) dlqListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the dead-lettered commands, oldest first",
+		Long: `List the commands in ` + domain.DLQStream + `, oldest first: the dead letter's sequence (what
+` + "`maintctl dlq replay`" + ` takes), when it was dead-lettered, the resource (or its key when the body
+does not name it), the task, the command id, how many times it was delivered and why it failed.
+-o json also gives each command body.`,
+		Example: "  maintctl dlq list\n  maintctl dlq list -o json | jq -r '.[] | \"\\(.seq) \\(.reason)\"'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), readTimeout)
+			defer cancel()
+			cl, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			letters, err := listLetters(ctx, cl.JS)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				docs := make([]letterJSON, len(letters))
+				for i, l := range letters {
+					docs[i] = toLetterJSON(l)
+				}
+				return a.writeJSON(docs)
+			}
+			if len(letters) == 0 {
+				_, err := fmt.Fprintf(a.stdout, "no dead letter in %s\n", domain.DLQStream)
+				return err
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tTIME\tRESOURCE\tTASK\tCOMMAND ID\tDELIVERIES\tREASON")
+			for _, l := range letters {
+				c := letterCommand(l)
+				deliveries := "-"
+				if l.Deliveries > 0 {
+					deliveries = strconv.Itoa(l.Deliveries)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, fmtTime(l.At), resourceOrKey(l, c),
+					dash(string(c.Task)), dash(l.CommandID), deliveries, oneLine(dash(l.Reason), 80))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// replayJSON is the JSON form of one replayed dead letter.
+type replayJSON struct {
+	Seq        uint64      `json:"seq"` // its sequence in MAINT_DLQ, now removed
+	Key        string      `json:"key"`
+	ResourceID string      `json:"resourceId,omitempty"`
+	Task       domain.Task `json:"task,omitempty"`
+	CommandID  string      `json:"commandId,omitempty"`
+	Stream     string      `json:"stream"`    // where it was published again
+	StreamSeq  uint64      `json:"streamSeq"` // and its sequence there
+}
+
+func (a *app) dlqReplayCommand() *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "replay {SEQ... | --all}",
+		Short: "Send dead-lettered commands through the command function again",
+		Long: `Publish each dead letter SEQ (its sequence in ` + domain.DLQStream + `, as ` + "`maintctl dlq list`" + ` shows) to its
+commands subject again and remove it from ` + domain.DLQStream + `; --all replays every dead letter, oldest
+first. Fix the cause first: a command that fails again is dead-lettered again, under a new
+sequence.
+
+The command keeps its id, so a command that had in fact taken effect comes back as a duplicate
+and changes nothing. Replay does not wait for the outcomes: see each with
+` + "`maintctl history RESOURCE-ID`" + ` (or follow them with ` + "`maintctl watch`" + `).
+
+A SEQ that is not in ` + domain.DLQStream + ` (already replayed, expired, or mistyped) is reported and makes the
+exit status 1; the other ones are replayed all the same.`,
+		Example: "  maintctl dlq replay 3\n  maintctl dlq replay 3 4 7\n  maintctl dlq replay --all -o json",
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case all && len(args) > 0:
+				return fmt.Errorf("give SEQ... or --all, not both (see `%s --help`)", cmd.CommandPath())
+			case !all && len(args) == 0:
+				return errors.New("replay needs the SEQ of each dead letter (see `maintctl dlq list`), or --all")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			seqs, err := parseSeqs(args)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), readTimeout)
+			defer cancel()
+			cl, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return a.replay(ctx, cl.JS, seqs, all)
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "replay every dead letter, oldest first")
+	return c
+}
+
+// parseSeqs reads the SEQ arguments of `dlq replay`.
+func parseSeqs(args []string) ([]uint64, error) {
+	seqs := make([]uint64, 0, len(args))
+	for _, s := range args {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("SEQ %q: want the sequence number of a dead letter, as `maintctl dlq list` shows", s)
+		}
+		seqs = append(seqs, n)
+	}
+	return seqs, nil
+}
+
+// replay replays the dead letters seqs (every one with all) and prints what it replayed.
+func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64, all bool) error {
+	// The list names the command of each sequence (and is the work of --all).
+	letters, err := listLetters(ctx, js)
+	if err != nil {
+		return err
+	}
+	bySeq := make(map[uint64]dlq.Letter, len(letters))
+	for _, l := range letters {
+		bySeq[l.Seq] = l
+		if all {
+			seqs = append(seqs, l.Seq)
+		}
+	}
+	if all && len(seqs) == 0 {
+		if a.json() {
+			return a.writeJSON([]replayJSON{})
+		}
+		_, err := fmt.Fprintf(a.stdout, "no dead letter to replay in %s\n", domain.DLQStream)
+		return err
+	}
+
+	done := []replayJSON{}
+	var missing []string
+	var failed error
+	for _, seq := range seqs {
+		ack, err := dlq.Replay(ctx, js, seq)
+		if errors.Is(err, dlq.ErrNotFound) {
+			missing = append(missing, strconv.FormatUint(seq, 10))
+			continue
+		}
+		if ack != nil {
+			l := bySeq[seq]
+			c := letterCommand(l)
+			r := replayJSON{Seq: seq, Key: l.Key, ResourceID: c.ResourceID, Task: c.Task, CommandID: l.CommandID, Stream: ack.Stream, StreamSeq: ack.Sequence}
+			done = append(done, r)
+			a.log.Debug("dead letter replayed", "seq", seq, "command_id", r.CommandID, "key", r.Key, "stream_seq", r.StreamSeq)
+			if !a.json() {
+				fmt.Fprintf(a.stdout, "replayed dead letter %d: command %s (%s) for %s, now %s sequence %d\n",
+					seq, dash(r.CommandID), dash(string(r.Task)), resourceOrKey(l, c), ack.Stream, ack.Sequence)
+			}
+		}
+		if err != nil {
+			failed = err // NATS failed: stop here, and say what was done
+			break
+		}
+	}
+
+	if a.json() {
+		if err := a.writeJSON(done); err != nil {
+			return err
+		}
+	} else if len(done) > 0 {
+		fmt.Fprintln(a.stdout, "see each outcome with `maintctl history RESOURCE-ID`")
+	}
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("%w: %s has no sequence %s (already replayed, or expired? see `maintctl dlq list`)",
+			dlq.ErrNotFound, domain.DLQStream, strings.Join(missing, ", ")))
+	}
+	if failed != nil {
+		errs = append(errs, failed)
+	}
+	return errors.Join(errs...)
+}
+
+// listLetters lists the dead letters, with advice when the stream does not exist.
+func listLetters(ctx context.Context, js jetstream.JetStream) ([]dlq.Letter, error) {
+	letters, err := dlq.List(ctx, js)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: %w", client.ErrNotProvisioned, err)
+	}
+	return letters, err
+}
