@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"maintsignals/shared/client"
+	"maintsignals/shared/signing"
 )
 
 // Exit statuses of maintctl.
@@ -46,6 +48,7 @@ type app struct {
 	output    string
 	logFormat string
 	logLevel  string
+	nkey      string // seed file signing commands
 
 	log *slog.Logger
 }
@@ -134,6 +137,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVarP(&a.output, "output", "o", outTable, "output format: table (for people) or json (for scripts)")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&a.nkey, "nkey", a.env("MAINT_NKEY"), "file with the user nkey seed (SU…) that signs commands ($MAINT_NKEY)")
 
 	root.AddGroup(
 		&cobra.Group{ID: "admin", Title: "Admin commands (wait for the outcome):"},
@@ -196,7 +200,15 @@ func (a *app) connect(ctx context.Context, timeout time.Duration) (*client.Clien
 	if timeout <= 0 || timeout > 5*time.Second {
 		timeout = 5 * time.Second
 	}
-	c, err := client.Connect(ctx, a.server, client.Options{Name: "maintctl", Timeout: timeout, Logger: a.log})
+	var signer nkeys.KeyPair
+	if a.nkey != "" {
+		kp, err := signing.LoadSeed(a.nkey)
+		if err != nil {
+			return nil, fmt.Errorf("--nkey: %w", err)
+		}
+		signer = kp
+	}
+	c, err := client.Connect(ctx, a.server, client.Options{Name: "maintctl", Timeout: timeout, Logger: a.log, Signer: signer})
 	if err != nil {
 		return nil, fmt.Errorf("%w: is `maintctl up` running? set --server or NATS_URL", err)
 	}

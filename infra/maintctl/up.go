@@ -22,6 +22,7 @@ import (
 	"maintsignals/functions/emitter"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/client"
+	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
 )
 
@@ -38,15 +39,35 @@ type functionEnv struct {
 	emit emitFlags
 }
 
-// emitFlags configure the emitter.
+// emitFlags configure the functions (the name stays for the emitter's flags, which came first).
 type emitFlags struct {
 	retention time.Duration
 	pucm      bool
+
+	signers           string
+	requireSignatures bool
+	entityRate        float64
+	entityBurst       int
 }
 
 func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().DurationVar(&f.retention, "retention", emitter.DefaultRetention, "emitter: how long an entity in None keeps being emitted")
 	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
+	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKey":"U…","roles":["admin"]}] (roles: admin, updater)`)
+	c.Flags().BoolVar(&f.requireSignatures, "require-signatures", false, "command: refuse unsigned commands (Unauthorized); needs --signers")
+	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: commands per second admitted per entity and replica (a flood beyond is refused); negative: no limit")
+	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of commands admitted per entity and replica")
+}
+
+// policy loads the signing policy of --signers / --require-signatures (nil: none).
+func (f emitFlags) policy() (*signing.Policy, error) {
+	switch {
+	case f.signers == "" && f.requireSignatures:
+		return nil, errors.New("--require-signatures needs --signers FILE")
+	case f.signers == "":
+		return nil, nil
+	}
+	return signing.LoadPolicy(f.signers, f.requireSignatures)
 }
 
 // functionSpec is one function maintctl can run.
@@ -64,9 +85,16 @@ var functions = []functionSpec{
 		name:  "command",
 		about: "applies admin and outcome commands (every partition of MAINT_COMMANDS)",
 		run: func(ctx context.Context, fe functionEnv) error {
+			auth, err := fe.emit.policy()
+			if err != nil {
+				return err
+			}
 			return command.Run(ctx, fe.js, command.Config{
-				Log:   fe.a.log,
-				Meter: fe.tel.Meter("maintsignals/functions/command"),
+				Log:         fe.a.log,
+				Meter:       fe.tel.Meter("maintsignals/functions/command"),
+				Auth:        auth,
+				EntityRate:  fe.emit.entityRate,
+				EntityBurst: fe.emit.entityBurst,
 			})
 		},
 	},
@@ -296,6 +324,10 @@ func mergeReports(prev, next provision.Report) provision.Report {
 // runFunctions runs the available functions until ctx is cancelled or one fails; ready is
 // called once they are all started.
 func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functionEnv, ready func(names []string)) error {
+	// A wrong signing setting stops everything before any function starts.
+	if _, err := fe.emit.policy(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

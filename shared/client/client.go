@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
@@ -35,6 +36,7 @@ type Client struct {
 
 	ownConn bool
 	log     *slog.Logger
+	signer  nkeys.KeyPair // signs commands when set
 
 	mu       sync.Mutex
 	st       *store.Store
@@ -51,6 +53,9 @@ type Options struct {
 	Logger *slog.Logger
 	// NATS are extra nats.go options (credentials, TLS, ...).
 	NATS []nats.Option
+	// Signer signs every command with its nkey (required where the command function demands
+	// signed commands).
+	Signer nkeys.KeyPair
 }
 
 // Connect connects to servers, one URL or a comma-separated list for a cluster. A missing
@@ -66,7 +71,7 @@ func Connect(ctx context.Context, servers string, o Options) (*Client, error) {
 		o.Logger = slog.Default()
 	}
 	servers = NormalizeServers(servers)
-	c := &Client{log: o.Logger, ownConn: true}
+	c := &Client{log: o.Logger, ownConn: true, signer: o.Signer}
 	opts := append([]nats.Option{
 		nats.Name(o.Name),
 		nats.Timeout(o.Timeout),

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/signing"
 )
 
 // Result is what became of a sent command.
@@ -64,19 +64,9 @@ func Failed(o domain.Outcome) bool {
 // *OutcomeError; no outcome in time returns the Result so far and an error wrapping
 // ErrNoOutcome (the command is stored and takes effect when a command function runs).
 func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) {
-	key, err := domain.Key(cmd.ResourceID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: resourceId: %w", ErrInvalidCommand, err)
-	}
-	if rej := cmd.Validate(key, cmd.ID); rej != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
-	}
-	body, err := cmd.Encode()
+	msg, key, err := c.commandMsg(cmd)
 	if err != nil {
 		return nil, err
-	}
-	if len(body) > domain.MaxCommandBytes {
-		return nil, fmt.Errorf("%w: body is %d bytes, at most %d", ErrInvalidCommand, len(body), domain.MaxCommandBytes)
 	}
 
 	// Subscribe before publishing, and make sure the server has the subscription, so that the
@@ -90,9 +80,6 @@ func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) 
 		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
 	}
 
-	msg := nats.NewMsg(domain.CommandSubject(key))
-	msg.Data = body
-	msg.Header.Set(domain.HeaderMsgID, cmd.ID)
 	ack, err := c.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		if aerr := c.lastAsyncErr(); aerr != nil {
@@ -165,20 +152,41 @@ func (c *Client) noOutcome(ctx context.Context, cmd domain.Command, res *Result)
 // PublishOnly stores a command without waiting for its outcome and returns its stream
 // sequence and whether the stream already held the id.
 func (c *Client) PublishOnly(ctx context.Context, cmd domain.Command) (uint64, bool, error) {
-	key, err := domain.Key(cmd.ResourceID)
-	if err != nil {
-		return 0, false, fmt.Errorf("%w: resourceId: %w", ErrInvalidCommand, err)
-	}
-	if rej := cmd.Validate(key, cmd.ID); rej != nil {
-		return 0, false, fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
-	}
-	body, err := cmd.Encode()
+	msg, _, err := c.commandMsg(cmd)
 	if err != nil {
 		return 0, false, err
 	}
-	ack, err := c.JS.Publish(ctx, domain.CommandSubject(key), body, jetstream.WithMsgID(cmd.ID))
+	ack, err := c.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		return 0, false, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
 	}
 	return ack.Sequence, ack.Duplicate, nil
+}
+
+// commandMsg checks cmd and builds the message an integrator would publish: the JSON body on
+// maint.cmd.<key>, the id as Nats-Msg-Id, and a signature when the client has a key.
+func (c *Client) commandMsg(cmd domain.Command) (*nats.Msg, string, error) {
+	key, err := domain.Key(cmd.ResourceID)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: resourceId: %w", ErrInvalidCommand, err)
+	}
+	if rej := cmd.Validate(key, cmd.ID); rej != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
+	}
+	body, err := cmd.Encode()
+	if err != nil {
+		return nil, "", err
+	}
+	if len(body) > domain.MaxCommandBytes {
+		return nil, "", fmt.Errorf("%w: body is %d bytes, at most %d", ErrInvalidCommand, len(body), domain.MaxCommandBytes)
+	}
+	msg := nats.NewMsg(domain.CommandSubject(key))
+	msg.Data = body
+	msg.Header.Set(domain.HeaderMsgID, cmd.ID)
+	if c.signer != nil {
+		if err := signing.Sign(c.signer, body, msg.Header); err != nil {
+			return nil, "", err
+		}
+	}
+	return msg, key, nil
 }
