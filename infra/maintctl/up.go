@@ -137,6 +137,7 @@ type upFlags struct {
 	syncAlways    bool
 	metricsListen string
 	partitions    int
+	eventsMaxAge  time.Duration
 	emit          emitFlags
 }
 
@@ -182,6 +183,7 @@ The servers have no authentication: keep --listen on loopback.`,
 	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store (of every node) to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
+	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
 	addEmitFlags(c, &f.emit)
 	return c
 }
@@ -244,7 +246,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	rep, err := a.provisionUp(ctx, js, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions})
+	rep, err := a.provisionUp(ctx, js, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, EventsMaxAge: f.eventsMaxAge})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {
@@ -479,6 +481,7 @@ type changeJSON struct {
 func (a *app) provisionCommand() *cobra.Command {
 	var (
 		replicas, partitions int
+		eventsMaxAge         time.Duration
 		tick                 time.Duration
 	)
 	c := &cobra.Command{
@@ -499,7 +502,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 				return err
 			}
 			defer cl.Close()
-			rep, err := provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, Tick: tick})
+			rep, err := provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, Tick: tick, EventsMaxAge: eventsMaxAge})
 			if rep != nil {
 				if a.json() {
 					docs := make([]changeJSON, len(rep))
@@ -525,6 +528,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 	d := provision.DefaultConfig()
 	c.Flags().IntVar(&replicas, "replicas", d.Replicas, "replicas of every stream and of the bucket: 1, 3 or 5")
 	c.Flags().IntVar(&partitions, "partitions", d.Partitions, "partitions of the commands stream")
+	c.Flags().DurationVar(&eventsMaxAge, "events-retention", d.EventsMaxAge, "how long outcome events (the audit history) are kept")
 	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
 	return c
 }
