@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -138,7 +139,7 @@ func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int) (float64
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if _, err := js.PublishMsgAsync(commandMsg(alwaysApplied(i, keys, "tp"))); err != nil {
+		if err := publishAsync(ctx, js, commandMsg(alwaysApplied(i, keys, "tp"))); err != nil {
 			return 0, err
 		}
 	}
@@ -169,7 +170,7 @@ func commandLatency(ctx context.Context, nc *nats.Conn, rate int, d time.Duratio
 		}
 		c := alwaysApplied(i, keys, "lat")
 		sent[c.ID] = time.Now()
-		if _, err := js.PublishMsgAsync(commandMsg(c)); err != nil {
+		if err := publishAsync(ctx, js, commandMsg(c)); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -194,4 +195,20 @@ func commandMsg(c domain.Command) *nats.Msg {
 	m.Data = b
 	m.Header.Set(domain.HeaderMsgID, c.ID)
 	return m
+}
+
+// publishAsync publishes without waiting for the ack, waiting for the outstanding ones when
+// too many are in flight (the server is the bottleneck then, not the publisher).
+func publishAsync(ctx context.Context, js jetstream.JetStream, m *nats.Msg) error {
+	for {
+		_, err := js.PublishMsgAsync(m)
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return err
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -119,6 +119,9 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "command latency at %d/s for %s: p50 %.1f ms, p99 %.1f ms\n", s.latencyRate, s.latencyFor, ms(p50), ms(p99))
 
+	if err := benchSyncAlways(ctx, s, raw, tp, out); err != nil {
+		return fmt.Errorf("sync always: %w", err)
+	}
 	if commandsOnly {
 		fmt.Fprintf(out, "ratio command_throughput %.2f\nms command_p99 %.1f\n", tp/raw, ms(p99))
 		return nil
@@ -202,6 +205,47 @@ func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out
 	}
 	f.growth = times[counts[2]].Seconds() / times[counts[1]].Seconds()
 	return f, nil
+}
+
+// benchSyncAlways measures the same on a server that syncs to disk before acknowledging each
+// write (the setting of `maintctl up` and of the production configuration), to show its cost.
+func benchSyncAlways(ctx context.Context, s sizes, raw, tp float64, out io.Writer) error {
+	dir, err := os.MkdirTemp("", "maint-bench-sync-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	connect := func() (*nats.Conn, error) { return nats.Connect(srv.URL()) }
+	nc, err := connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
+		return err
+	}
+	rawSync, err := rawGetUpdate(ctx, js, 4, s.rawDuration)
+	if err != nil {
+		return err
+	}
+	stop, err := startReplicas(ctx, connect, 4)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	tpSync, err := commandThroughput(ctx, nc, s.throughputN/4, s.keys)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "with sync_always (fsync before each ack): raw %.0f ops/s (%.2f of unsynced), command function %.0f commands/s (%.2f of unsynced)\n",
+		rawSync, rawSync/raw, tpSync, tpSync/tp)
+	return nil
 }
 
 // Settings of one run, from flags.
