@@ -407,7 +407,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		add("storage", have.Storage != want.Storage)
 		add("replicas", have.Replicas != want.Replicas)
 		add("description", have.Description != want.Description)
-		add("allow_direct", have.AllowDirect)
+		add("allow_direct", have.AllowDirect != (want.Replicas <= 1))
 		if len(ch.Fields) == 0 {
 			ch.Action = Unchanged
 			return ch
@@ -419,9 +419,13 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		}
 		ch.Action = Updated
 	}
-	// Reads go to the stream leader: a direct get may be answered by a follower that lags, and
-	// a command judged on a stale record could be wrongly refused (a refusal writes nothing, so
-	// no compare-and-swap would catch it).
+	// Replicated, reads go to the stream leader: a direct get may be answered by a follower
+	// that lags, and a command judged on a stale record could be wrongly refused (a refusal
+	// writes nothing, so no compare-and-swap would catch it). With one replica there is no
+	// follower, and direct gets are much cheaper.
+	if want.Replicas <= 1 {
+		return ch
+	}
 	if err := disableDirect(ctx, js, name); err != nil {
 		ch.Action, ch.Err = Failed, err
 	}

@@ -49,6 +49,10 @@ func TestCluster_LeaderNodeKilledMidLoad(t *testing.T) {
 	if _, err := provision.Run(pctx, js, provision.Config{Replicas: 3, AckWait: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+	// Replicated: reads of the bucket go to its leader, never to a follower that may lag.
+	if kv, err := js.Stream(ctx, "KV_"+domain.Bucket); err != nil || kv.CachedInfo().Config.AllowDirect {
+		t.Fatalf("replicated bucket allows direct gets (%v)", err)
+	}
 	// One node leads both the commands stream and the bucket: killing it hits both.
 	victim := c.Leader(domain.CommandsStream)
 	if err := c.MoveLeader(ctx, admin, "KV_"+domain.Bucket, victim); err != nil {
