@@ -222,7 +222,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 
 	// Telemetry first: a metrics port in use fails before anything else starts.
-	tel, err := a.setupTelemetry(ctx, "maintsignals", f.metricsListen)
+	tel, err := a.setupTelemetry(ctx, "maintsignals", f.metricsListen, f.tick)
 	if err != nil {
 		return err
 	}
@@ -373,9 +373,15 @@ func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functio
 }
 
 // setupTelemetry sets up metrics export from the OTEL_* environment, or a Prometheus page at
-// metricsListen.
-func (a *app) setupTelemetry(ctx context.Context, service, metricsListen string) (*telemetry.Telemetry, error) {
-	tel, err := telemetry.Setup(ctx, telemetry.Config{ServiceName: service, PrometheusListen: metricsListen, Logger: a.log})
+// metricsListen. With the tick known (> 0), a collector that comes back is reconnected to
+// within half a tick, so that the next emission reaches it (gRPC's reconnect backoff would
+// otherwise wait up to telemetry.DefaultReconnectMaxDelay).
+func (a *app) setupTelemetry(ctx context.Context, service, metricsListen string, tick time.Duration) (*telemetry.Telemetry, error) {
+	cfg := telemetry.Config{ServiceName: service, PrometheusListen: metricsListen, Logger: a.log}
+	if tick > 0 {
+		cfg.ReconnectMaxDelay = min(telemetry.DefaultReconnectMaxDelay, tick/2)
+	}
+	tel, err := telemetry.Setup(ctx, cfg)
 	if err != nil {
 		if metricsListen != "" && strings.Contains(err.Error(), "listen") {
 			return nil, fmt.Errorf("%w (use --metrics-listen with another address, or \"\" for no metrics page)", err)
@@ -579,13 +585,25 @@ at --metrics-listen, if given.`,
 				return err
 			}
 			defer cl.Close()
-			tel, err := a.setupTelemetry(ctx, "maintsignals-"+spec.name, metricsListen)
+			// The emitter bounds each run by the tick, so that a run never sends late what it
+			// read long ago: `up` knows the tick; a lone function reads it from the schedule.
+			var tick time.Duration
+			if spec.name == "emitter" {
+				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				tick, err = provision.ScheduledTick(tctx, cl.JS)
+				cancel()
+				if err != nil {
+					a.log.Warn("cannot read the tick interval; emitter runs are bounded by the default export timeout", "error", err)
+					tick = 0
+				}
+			}
+			tel, err := a.setupTelemetry(ctx, "maintsignals-"+spec.name, metricsListen, tick)
 			if err != nil {
 				return err
 			}
 			defer a.shutdownTelemetry(tel)
-			a.log.Info("function starting", "function", spec.name, "server", cl.NC.ConnectedUrlRedacted(), "metrics", metricsWhere(tel, a.env))
-			err = a.runFunctions(ctx, []functionSpec{spec}, functionEnv{js: cl.JS, tel: tel, a: a, emit: emit}, func([]string) {})
+			a.log.Info("function starting", "function", spec.name, "server", cl.NC.ConnectedUrlRedacted(), "metrics", metricsWhere(tel, a.env), "tick", tick)
+			err = a.runFunctions(ctx, []functionSpec{spec}, functionEnv{js: cl.JS, tel: tel, a: a, tick: tick, emit: emit}, func([]string) {})
 			if err == nil {
 				a.log.Info("function stopped", "function", spec.name)
 			}

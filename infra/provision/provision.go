@@ -49,7 +49,9 @@ type Config struct {
 	// DuplicateWindow is the de-duplication window of the commands and events streams.
 	DuplicateWindow time.Duration
 	// AckWait is how long a delivered command may go without an ack or a progress signal
-	// before it is redelivered.
+	// before it is redelivered. Short, because a replica that dies holding a partition's
+	// command stalls that partition for this long; the runtime signals progress while a handler
+	// runs, so a slow handler is never redelivered.
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
 	MaxDeliver int
@@ -67,7 +69,7 @@ func DefaultConfig() Config {
 		CommandsMaxAge:  400 * 24 * time.Hour,
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
-		AckWait:         30 * time.Second,
+		AckWait:         5 * time.Second,
 		MaxDeliver:      10,
 		Storage:         jetstream.FileStorage,
 	}
@@ -492,6 +494,26 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 
 // ScheduleSpec is the Nats-Schedule header value for a tick interval.
 func ScheduleSpec(tick time.Duration) string { return "@every " + tick.String() }
+
+// ScheduledTick reads the tick interval of the provisioned emit schedule, for a process that
+// is not told it (maintctl function emitter).
+func ScheduledTick(ctx context.Context, js jetstream.JetStream) (time.Duration, error) {
+	s, err := js.Stream(ctx, domain.ScheduleStream)
+	if err != nil {
+		return 0, fmt.Errorf("schedule stream: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, domain.ScheduleSubject)
+	if err != nil {
+		return 0, fmt.Errorf("schedule: %w", err)
+	}
+	spec := m.Header.Get(jetstream.ScheduleHeader)
+	every, ok := strings.CutPrefix(spec, "@every ")
+	tick, err := time.ParseDuration(every)
+	if !ok || err != nil || tick <= 0 {
+		return 0, fmt.Errorf("schedule %q is not @every DURATION", spec)
+	}
+	return tick, nil
+}
 
 func ensureSchedule(ctx context.Context, js jetstream.JetStream, tick time.Duration) Change {
 	ch := Change{Kind: "schedule", Name: domain.ScheduleSubject}

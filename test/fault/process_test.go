@@ -1,0 +1,461 @@
+package fault
+
+// Scenarios b to e of the fault tests: every function replica is a real OS process of the
+// maintctl binary built by TestMain, against a nats-server on loopback (embedded in the test
+// process, or the one `maintctl up` embeds), provisioned with a 1 s tick. Each loads 5,000
+// random commands over 50 entities through two command replicas (two emitter replicas run as
+// well) and checks with testenv.Verify that every command has exactly one terminal outcome,
+// none is lost, and the records equal the sequential model.
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
+	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
+)
+
+// verifyWait bounds how long Verify waits for the last outcomes.
+const verifyWait = 2 * time.Minute
+
+// TestProcess_CommandReplicaKilledMidLoad (scenario b): one of two command-function processes
+// is killed with SIGKILL once a third of the commands is stored and being processed, the rest
+// is published, and the process is started again a second later.
+func TestProcess_CommandReplicaKilledMidLoad(t *testing.T) {
+	needBinary(t)
+	st := startStack(t)
+	r := otlpreceiver.Start(t)
+	victim := startFunction(t, "command-1", "command", st.url, commandEnv(r, "c1"))
+	startFunction(t, "command-2", "command", st.url, commandEnv(r, "c2"))
+	startFunction(t, "emitter-1", "emitter", st.url, procEnv())
+	startFunction(t, "emitter-2", "emitter", st.url, procEnv())
+
+	cmds := loadCmds(2, "fault-b")
+	third := len(cmds) / 3
+	testenv.PublishAll(t, st.js, cmds[:third], nil)
+	// Processing is under way, far from done.
+	if got := waitEvents(st.js, 100, 30*time.Second); got < 100 {
+		t.Fatalf("only %d outcomes 30s after publishing %d commands", got, third)
+	}
+	outcomes := streamMsgs(st.js, domain.EventsStream)
+	killedAt := time.Now()
+	victim.kill()
+	t.Logf("SIGKILL command-1 with %d commands stored and %d outcomes published", third, outcomes)
+
+	testenv.PublishAll(t, st.js, cmds[third:], nil)
+	time.Sleep(time.Until(killedAt.Add(time.Second)))
+	startFunction(t, "command-1-again", "command", st.url, commandEnv(r, "c1-again"))
+	t.Logf("command-1 started again %s after the kill, with %d outcomes published",
+		time.Since(killedAt).Round(time.Millisecond), streamMsgs(st.js, domain.EventsStream))
+	// The commands the dead replica held come back after the ack wait (5 s here); until then
+	// their partitions wait, as each keeps one command in flight to keep per-entity order.
+	time.Sleep(time.Until(killedAt.Add(6 * time.Second)))
+	t.Logf("%d outcomes published 6s after the kill", streamMsgs(st.js, domain.EventsStream))
+
+	counts := testenv.Verify(t, st.js, cmds, verifyWait)
+	time.Sleep(700 * time.Millisecond) // one more metrics export of each process
+	t.Logf("messages processed per replica: %v", totals(processed(r)))
+	t.Logf("counts: %v", counts)
+	t.Log(countsLine("b", counts, "n/a"))
+}
+
+// TestProcess_EmitterHolderKilled (scenario c): of two emitter processes, the one serving a
+// tick is killed with SIGKILL in the middle of its run; the tick comes back after the
+// consumer's ack wait (half a tick) and the other replica serves it, so the next emission
+// follows within a tick and no gap between emissions exceeds two ticks. The load runs at the
+// same time through two command processes.
+func TestProcess_EmitterHolderKilled(t *testing.T) {
+	needBinary(t)
+	st := startStack(t)
+	r := otlpreceiver.Start(t)
+	// A slow collector keeps each run in flight for a while, so that the kill lands inside one.
+	const hold = 250 * time.Millisecond
+	r.SetDelay(hold)
+	target := strings.TrimPrefix(r.GRPCEndpoint(), "http://")
+
+	startFunction(t, "command-1", "command", st.url, procEnv())
+	startFunction(t, "command-2", "command", st.url, procEnv())
+	names := []string{"A", "B"}
+	taps := map[string]*tap{}
+	emitters := map[string]*proc{}
+	for _, n := range names {
+		taps[n] = startTap(t, target)
+		env := procEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+taps[n].endpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_RESOURCE_ATTRIBUTES=replica="+n)
+		emitters[n] = startFunction(t, "emitter-"+n, "emitter", st.url, env)
+	}
+
+	cmds := loadCmds(3, "fault-c")
+	testenv.PublishAll(t, st.js, cmds, nil)
+	if _, err := awaitEmission(t, r, 0, 10*time.Second); err != nil {
+		t.Fatalf("no emission: %v", err)
+	}
+	cons, err := st.js.Consumer(context.Background(), domain.ScheduleStream, provision.EmitterConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Find a run in flight: a tick is delivered and unacknowledged, and exactly one emitter
+	// has just sent its request.
+	var holder string
+	var heldSeq uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for holder == "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		var active []string
+		for _, n := range names {
+			if taps[n].sentWithin(hold / 2) {
+				active = append(active, n)
+			}
+		}
+		if len(active) != 1 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := cons.Info(ctx)
+		cancel()
+		if err != nil || info.NumAckPending != 1 || !taps[active[0]].sentWithin(hold/2) {
+			continue
+		}
+		holder, heldSeq = active[0], info.Delivered.Stream
+	}
+	if holder == "" {
+		t.Fatal("no emitter run was caught in flight within 20s")
+	}
+	survivor := names[0]
+	if holder == survivor {
+		survivor = names[1]
+	}
+	before := r.Len()
+	last := emissions(r)
+	emitters[holder].kill()
+	killedAt := time.Now()
+	t.Logf("SIGKILL emitter %s while it held tick #%d (last emission %s before; %d of %d outcomes published)", holder, heldSeq,
+		killedAt.Sub(last[len(last)-1].at).Round(time.Millisecond), streamMsgs(st.js, domain.EventsStream), len(cmds))
+
+	next, err := awaitEmission(t, r, before, 5*time.Second)
+	if err != nil {
+		t.Fatalf("no emission after the holder was killed: %v", err)
+	}
+	takeover := next.at.Sub(killedAt)
+	t.Logf("next emission by replica %s, %s after the kill", next.replica, takeover.Round(time.Millisecond))
+	if next.replica != survivor {
+		t.Errorf("next emission by replica %q, want %s", next.replica, survivor)
+	}
+	if slack := 500 * time.Millisecond; takeover > tick+slack {
+		t.Errorf("next emission %s after the kill, want within a tick (%s) + %s", takeover, tick, slack)
+	}
+	// The survivor served the very tick the dead replica held (or skipped it for a newer one).
+	held := regexp.MustCompile(`msg=(emitted|"tick skipped[^"]*") .*tick_seq=` + strconv.FormatUint(heldSeq, 10) + `\b`)
+	if !waitLog(emitters[survivor], held, 3*time.Second) {
+		t.Errorf("emitter %s never served tick #%d that %s held", survivor, heldSeq, holder)
+	}
+
+	counts := testenv.Verify(t, st.js, cmds, verifyWait)
+	// Observe a few more ticks from the survivor alone.
+	time.Sleep(3 * time.Second)
+	ems := emissions(r)
+	gap, at := maxGap(ems)
+	if gap > 2*tick {
+		t.Errorf("emissions %d and %d are %s apart, want at most 2 ticks", ems[at-1].seq, ems[at].seq, gap)
+	}
+	after := 0
+	for _, e := range ems {
+		if e.at.After(killedAt) {
+			after++
+			if e.replica != survivor {
+				t.Errorf("emission #%d after the kill by %q", e.seq, e.replica)
+			}
+		}
+	}
+	t.Logf("%d emissions in all, %d after the kill, all by %s; longest gap %s", len(ems), after, survivor, gap.Round(time.Millisecond))
+	t.Logf("counts: %v", counts)
+	t.Log(countsLine("c", counts, gap.Round(time.Millisecond).String()))
+}
+
+// waitLog waits until a process's stderr matches re.
+func waitLog(p *proc, re *regexp.Regexp, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if re.MatchString(tail(p.errPath, 1000)) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestProcess_CollectorDown (scenario d): the OTLP collector is down for 4 ticks while the
+// load runs and an entity changes state. When it is back, emissions resume within about a
+// tick, without a burst for the missed ticks, and carry the state as it is then.
+func TestProcess_CollectorDown(t *testing.T) {
+	needBinary(t)
+	st := startStack(t)
+	r := otlpreceiver.Start(t)
+	startFunction(t, "command-1", "command", st.url, procEnv())
+	startFunction(t, "command-2", "command", st.url, procEnv())
+	startFunction(t, "emitter-A", "emitter", st.url, procEnv(otelEnv(r, "A")...))
+	startFunction(t, "emitter-B", "emitter", st.url, procEnv(otelEnv(r, "B")...))
+
+	cmds := loadCmds(4, "fault-d")
+	third := len(cmds) / 3
+	testenv.PublishAll(t, st.js, cmds[:third], nil)
+	first, err := awaitEmission(t, r, 0, 10*time.Second)
+	if err != nil {
+		t.Fatalf("no emission: %v", err)
+	}
+	if _, err := awaitEmission(t, r, first.seq, 3*time.Second); err != nil {
+		t.Fatalf("no second emission: %v", err)
+	}
+
+	const outage = 4 * time.Second
+	stoppedAt := time.Now()
+	r.Stop()
+	t.Logf("collector stopped")
+	// While it is down: the rest of the load, and, once a tick has come and gone (its run
+	// could not export), a probe entity that becomes Pending.
+	testenv.PublishAll(t, st.js, cmds[third:], nil)
+	time.Sleep(time.Until(stoppedAt.Add(outage / 2)))
+	probe := testenv.ResourceIDs("probe-d", 1)[0]
+	probeCmd := domain.Command{ID: "probe-d-pending", ResourceID: probe, Task: domain.TaskPending, Reason: "set while the collector is down", Actor: "fault"}
+	testenv.PublishAll(t, st.js, []domain.Command{probeCmd}, nil)
+	if !waitOutcome(t, st.js, probe, 20*time.Second) {
+		t.Fatal("the probe command has no outcome")
+	}
+	time.Sleep(time.Until(stoppedAt.Add(outage)))
+	before := r.Len()
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restartedAt := time.Now()
+
+	e1, err := awaitEmission(t, r, before, 10*time.Second)
+	if err != nil {
+		t.Fatalf("no emission after the collector came back: %v", err)
+	}
+	resume := e1.at.Sub(restartedAt)
+	t.Logf("first emission after the restart: #%d by %s, %s after it", e1.seq, e1.replica, resume.Round(time.Millisecond))
+	if slack := 500 * time.Millisecond; resume > tick+slack {
+		t.Errorf("first emission %s after the collector came back, want within a tick (%s) + %s", resume, tick, slack)
+	}
+	if got := currentStates(e1.export)[probe]; got != "pending" {
+		t.Errorf("first emission after the outage shows the probe entity as %q, want pending (set during the outage): "+
+			"a run that began while the collector was down sent, late, the state it read then", got)
+	}
+
+	// No burst: about one emission per tick in the 3 s after recovery, not one per missed tick.
+	const window = 3 * time.Second
+	time.Sleep(time.Until(restartedAt.Add(window + 300*time.Millisecond)))
+	inWindow := 0
+	var offsets []string
+	for _, e := range emissions(r) {
+		if !e.at.Before(restartedAt) && e.at.Before(restartedAt.Add(window)) {
+			inWindow++
+			offsets = append(offsets, "+"+e.at.Sub(restartedAt).Round(time.Millisecond).String())
+		}
+	}
+	t.Logf("%d emission requests in the %s after recovery (at %s)", inWindow, window, strings.Join(offsets, ", "))
+	if inWindow < 2 || inWindow > 4 {
+		t.Errorf("%d emission requests in the %s after recovery, want about 3", inWindow, window)
+	}
+
+	counts := testenv.Verify(t, st.js, cmds, verifyWait)
+
+	// With the load done, an emission equals the bucket, entity by entity.
+	e2, err := awaitEmission(t, r, r.Len(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("no emission after the load: %v", err)
+	}
+	want := bucketStates(t, st.js)
+	got := currentStates(e2.export)
+	if len(got) != len(want) {
+		t.Errorf("emission #%d carries %d entities, the bucket %d", e2.seq, len(got), len(want))
+	}
+	for id, s := range want {
+		if got[id] != s {
+			t.Errorf("emission #%d: %s is %q, the bucket says %q", e2.seq, id, got[id], s)
+		}
+	}
+	ems := emissions(r)
+	gap, _ := maxGap(ems)
+	t.Logf("%d emissions; longest gap %s (the outage was %s)", len(ems), gap.Round(time.Millisecond), outage)
+	if gap > outage+2*tick {
+		t.Errorf("longest gap between emissions %s, want at most the outage %s + 2 ticks", gap, outage)
+	}
+	t.Logf("counts: %v", counts)
+	t.Log(countsLine("d", counts, gap.Round(time.Millisecond).String()))
+}
+
+// waitOutcome waits until an outcome event exists for the entity.
+func waitOutcome(t *testing.T, js jetstream.JetStream, resourceID string, timeout time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if len(testenv.Events(t, js, domain.EventPrefix+domain.MustKey(resourceID))) > 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// bucketStates reads every record: resource ID → emitted state name.
+func bucketStates(t *testing.T, js jetstream.JetStream) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := store.Open(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	err = s.Scan(ctx, func(en store.Entry, derr error) error {
+		if derr != nil {
+			return derr
+		}
+		out[en.Record.ResourceID] = stateAttr(en.Record.State)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestProcess_StackRestartedOnSameStore (scenario e): `maintctl up` (NATS, streams, bucket,
+// schedule and one replica of each function), with one more command and emitter process
+// against it, is stopped with SIGTERM mid-load and started again on the same data directory
+// while commands keep coming. Nothing is lost and the schedule keeps firing.
+func TestProcess_StackRestartedOnSameStore(t *testing.T) {
+	needBinary(t)
+	r := otlpreceiver.Start(t)
+	port := freePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	upArgs := []string{"up", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data", t.TempDir(), "--tick", tick.String(), "--metrics-listen", ""}
+	up := startProc(t, "up-1", commandEnv(r, "up-1"), upArgs...)
+	up.waitFor("ready:", time.Minute)
+	startFunction(t, "command-ext", "command", url, commandEnv(r, "command-ext"))
+	startFunction(t, "emitter-ext", "emitter", url, procEnv(otelEnv(r, "emitter-ext")...))
+
+	js := testenv.JetStream(t, connectURL(t, url))
+	cmds := loadCmds(5, "fault-e")
+	third := len(cmds) / 3
+	testenv.PublishAll(t, js, cmds[:third], nil)
+	if got := waitEvents(js, 100, 30*time.Second); got < 100 {
+		t.Fatalf("only %d outcomes 30s after publishing %d commands", got, third)
+	}
+	if _, err := awaitEmission(t, r, 0, 10*time.Second); err != nil {
+		t.Fatalf("no emission before the restart: %v", err)
+	}
+	lastTick := lastTickSeq(js)
+
+	// The rest is published in small chunks while the stack stops and starts. The publisher
+	// reports to pubT, so that it never touches t once the test is over (should it end early).
+	published := make(chan struct{})
+	pubT := &collectTB{TB: t}
+	var quit atomic.Bool
+	t.Cleanup(func() { quit.Store(true) })
+	go func() {
+		defer close(published)
+		rest := cmds[third:]
+		for len(rest) > 0 && !quit.Load() {
+			n := min(100, len(rest))
+			testenv.PublishAll(pubT, js, rest[:n], nil)
+			rest = rest[n:]
+			time.Sleep(30 * time.Millisecond)
+		}
+	}()
+	outcomes := streamMsgs(js, domain.EventsStream)
+	termAt := time.Now()
+	if err := up.term(time.Minute); err != nil {
+		t.Errorf("maintctl up after SIGTERM: %v", err)
+	}
+	stopped := time.Since(termAt)
+	if !up.logContains("stopped") {
+		t.Errorf("maintctl up did not report a clean stop")
+	}
+	up = startProc(t, "up-2", commandEnv(r, "up-2"), upArgs...)
+	up.waitFor("ready:", time.Minute)
+	restartedAt := time.Now()
+	before := r.Len()
+	t.Logf("SIGTERM to `maintctl up` with %d outcomes published; it stopped in %s; ready again %s after the SIGTERM",
+		outcomes, stopped.Round(time.Millisecond), restartedAt.Sub(termAt).Round(time.Millisecond))
+	select {
+	case <-published:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("publishing did not finish")
+	}
+	for _, e := range pubT.errors() {
+		t.Errorf("publisher: %s", e)
+	}
+
+	counts := testenv.Verify(t, js, cmds, verifyWait)
+
+	// The schedule fires again: new ticks in MAINT_SCHEDULE, and emissions arrive.
+	e, err := awaitEmission(t, r, before, 5*time.Second)
+	if err != nil {
+		t.Errorf("no emission after the restart: %v", err)
+	} else {
+		t.Logf("emission #%d by %s %s after the restart", e.seq, e.replica, e.at.Sub(restartedAt).Round(time.Millisecond))
+	}
+	if seq := lastTickSeq(js); seq <= lastTick {
+		t.Errorf("no new tick after the restart: last tick #%d, before the restart #%d", seq, lastTick)
+	}
+	ems := emissions(r)
+	byReplica := map[string]int{}
+	for _, e := range ems {
+		if e.at.After(restartedAt) {
+			byReplica[e.replica]++
+		}
+	}
+	gap, _ := maxGap(ems)
+	t.Logf("%d emissions; after the restart by replica: %v; longest gap %s", len(ems), byReplica, gap.Round(time.Millisecond))
+	// Both emitters serve ticks after the restart: the restarted stack's, and the separate
+	// process that rode out the restart of its NATS server.
+	for _, rep := range []string{"up-2", "emitter-ext"} {
+		if byReplica[rep] == 0 {
+			t.Errorf("no emission by %s after the restart", rep)
+		}
+	}
+	time.Sleep(700 * time.Millisecond) // one more metrics export of each process
+	done := totals(processed(r))
+	t.Logf("messages processed per process (SDK metrics; up-N counts its command and emitter functions): %v", done)
+	for _, rep := range []string{"up-2", "command-ext"} {
+		if done[rep] == 0 {
+			t.Errorf("%s processed no message", rep)
+		}
+	}
+	if limit := restartedAt.Sub(termAt) + 2*tick; gap > limit {
+		t.Errorf("longest gap between emissions %s, want at most the downtime + 2 ticks (%s)", gap, limit)
+	}
+	t.Logf("counts: %v", counts)
+	t.Log(countsLine("e", counts, gap.Round(time.Millisecond).String()))
+}
+
+// lastTickSeq is the stream sequence of the newest tick (0 when none can be read).
+func lastTickSeq(js jetstream.JetStream) uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, domain.ScheduleStream)
+	if err != nil {
+		return 0
+	}
+	m, err := s.GetLastMsgForSubject(ctx, domain.TickSubject)
+	if err != nil {
+		return 0
+	}
+	return m.Sequence
+}

@@ -1,0 +1,409 @@
+package fault
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/embedded"
+	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
+)
+
+// Size of every load: the floor set by the issue for a fault test.
+const (
+	loadCommands = 5000
+	loadEntities = 50
+	tick         = time.Second
+)
+
+// needBinary skips a process scenario under -short (TestMain then builds nothing).
+func needBinary(t *testing.T) {
+	t.Helper()
+	if testing.Short() || bin == "" {
+		t.Skip("fault scenario with maintctl processes")
+	}
+}
+
+// proc is one maintctl process. Its stdout and stderr go to files in the test's temporary
+// directory; their tails are logged when the test fails.
+type proc struct {
+	t       *testing.T
+	name    string
+	cmd     *exec.Cmd
+	outPath string
+	errPath string
+	exited  chan struct{}
+	waitErr error
+}
+
+// procEnv is the environment of every process: the test's, without anything that would point
+// maintctl elsewhere (NATS_URL, OTEL_*), plus extra.
+func procEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "NATS_URL=") || strings.HasPrefix(kv, "OTEL_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// otelEnv points a process's OTLP export at the receiver over gRPC, with replica=name as a
+// resource attribute (kept on emissions, which carry no service.instance.id).
+func otelEnv(r *otlpreceiver.Receiver, replica string) []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + r.GRPCEndpoint(),
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_RESOURCE_ATTRIBUTES=replica=" + replica,
+	}
+}
+
+// startProc starts `maintctl args...` with env; name labels its log files.
+func startProc(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	dir := t.TempDir()
+	p := &proc{t: t, name: name, exited: make(chan struct{}),
+		outPath: filepath.Join(dir, name+".stdout"), errPath: filepath.Join(dir, name+".stderr")}
+	stdout, err := os.Create(p.outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := os.Create(p.errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		_ = stdout.Close()
+		_ = stderr.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s (%s): exit %v\n--- stdout (tail)\n%s--- stderr (tail)\n%s", name, strings.Join(args, " "), p.waitErr, tail(p.outPath, 30), tail(p.errPath, 40))
+		}
+	})
+	return p
+}
+
+// startFunction runs `maintctl function NAME --server url` and waits until it serves.
+func startFunction(t *testing.T, name, function, url string, env []string) *proc {
+	t.Helper()
+	args := []string{"function", function, "--server", url}
+	if function == "emitter" {
+		args = append(args, "--log-level", "debug")
+	}
+	p := startProc(t, name, env, args...)
+	p.waitFor("function started", 30*time.Second)
+	return p
+}
+
+// waitFor waits until the process's stdout or stderr contains s.
+func (p *proc) waitFor(s string, timeout time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !p.logContains(s) {
+		select {
+		case <-p.exited:
+			p.t.Fatalf("%s exited (%v) before saying %q\nstderr:\n%s", p.name, p.waitErr, s, tail(p.errPath, 40))
+		case <-time.After(25 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s did not say %q within %s\nstderr:\n%s", p.name, s, timeout, tail(p.errPath, 40))
+		}
+	}
+}
+
+func (p *proc) logContains(s string) bool {
+	for _, path := range []string{p.outPath, p.errPath} {
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// kill sends SIGKILL (if still running) and waits for the process to end.
+func (p *proc) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// term sends SIGTERM and waits up to timeout for the process to exit; it returns the exit
+// error (nil for status 0).
+func (p *proc) term(timeout time.Duration) error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("SIGTERM %s: %w", p.name, err)
+	}
+	select {
+	case <-p.exited:
+		return p.waitErr
+	case <-time.After(timeout):
+		p.kill()
+		return fmt.Errorf("%s did not exit within %s of SIGTERM", p.name, timeout)
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "")
+}
+
+// stack is an embedded nats-server listening on loopback, provisioned with a 1 s tick, and
+// the test's own in-process connection to it.
+type stack struct {
+	srv *embedded.Server
+	url string
+	js  jetstream.JetStream
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Config{Name: "fault-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	st := &stack{srv: srv, url: srv.URL(), js: testenv.JetStream(t, testenv.Connect(t, srv))}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The default ack wait is 30 s; 5 s keeps a killed replica's held commands from stalling
+	// their partitions for long, as in scenario a.
+	if _, err := provision.Run(ctx, st.js, provision.Config{Tick: tick, AckWait: 5 * time.Second}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	return st
+}
+
+// loadCmds is the load of a scenario: 5,000 random commands over 50 entities.
+func loadCmds(seed uint64, prefix string) []domain.Command {
+	return testenv.RandomCommands(rand.New(rand.NewPCG(seed, 7)), loadCommands, testenv.ResourceIDs(prefix, loadEntities))
+}
+
+// streamMsgs is the number of messages in a stream (-1 when it cannot be read).
+func streamMsgs(js jetstream.JetStream, stream string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return -1
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return -1
+	}
+	return int(info.State.Msgs)
+}
+
+// waitEvents waits (up to timeout) until the events stream holds at least n messages and
+// reports how many it holds.
+func waitEvents(js jetstream.JetStream, n int, timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := streamMsgs(js, domain.EventsStream)
+		if got >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// emission is one export request carrying cluster.maintenance.status.
+type emission struct {
+	at      time.Time
+	seq     int
+	replica string
+	export  otlpreceiver.Export
+}
+
+// emissions lists the status emissions received, oldest first.
+func emissions(r *otlpreceiver.Receiver) []emission {
+	var out []emission
+	for _, e := range r.Exports() {
+		if !e.Has(statusMetric) {
+			continue
+		}
+		em := emission{at: e.At, seq: e.Seq, export: e}
+		if ps := e.Find(statusMetric, nil); len(ps) > 0 {
+			em.replica = ps[0].Resource["replica"]
+		}
+		out = append(out, em)
+	}
+	return out
+}
+
+const statusMetric = "cluster.maintenance.status"
+
+// maxGap is the longest time between successive emissions (and the two emissions around it).
+func maxGap(ems []emission) (time.Duration, int) {
+	var gap time.Duration
+	at := -1
+	for i := 1; i < len(ems); i++ {
+		if d := ems[i].at.Sub(ems[i-1].at); d > gap {
+			gap, at = d, i
+		}
+	}
+	return gap, at
+}
+
+// awaitEmission waits for the first emission after the request numbered after.
+func awaitEmission(t *testing.T, r *otlpreceiver.Receiver, after int, timeout time.Duration) (emission, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	e, err := r.Await(ctx, after, func(e otlpreceiver.Export) bool { return e.Has(statusMetric) })
+	if err != nil {
+		return emission{}, err
+	}
+	em := emission{at: e.At, seq: e.Seq, export: e}
+	if ps := e.Find(statusMetric, nil); len(ps) > 0 {
+		em.replica = ps[0].Resource["replica"]
+	}
+	return em, nil
+}
+
+// currentStates are the emitted states of an emission: entity → the state whose point is 1.
+func currentStates(e otlpreceiver.Export) map[string]string {
+	out := map[string]string{}
+	for _, p := range e.Find(statusMetric, nil) {
+		if p.Value == 1 {
+			out[p.Attrs["cloud.resource_id"]] = p.Attrs["cluster.maintenance.state"]
+		}
+	}
+	return out
+}
+
+// stateAttr is the value of cluster.maintenance.state for a state (SPEC §4).
+func stateAttr(s domain.State) string {
+	switch s {
+	case domain.StateNone:
+		return "none"
+	case domain.StatePending:
+		return "pending"
+	case domain.StatePlanned:
+		return "planned"
+	case domain.StateUnplanned:
+		return "unplanned"
+	case domain.StateCustomerActionNeeded:
+		return "customer_action_needed"
+	}
+	return "?" + string(s)
+}
+
+// freePort is a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// connectURL opens a TCP client connection that reconnects for ever, closed at cleanup.
+func connectURL(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// countsLine is the summary line of a scenario.
+func countsLine(scenario string, c testenv.Counts, gap string) string {
+	return fmt.Sprintf("scenario %s: sent %d, applied %d, rejected %d, dead-lettered %d, lost %d; signal absent for at most %s",
+		scenario, c.Sent, c.Applied, c.Rejected, c.DeadLettered, c.Lost, gap)
+}
+
+// commandEnv makes a command process export its SDK metrics to r every half second, as
+// replica name, so that the test sees how many commands each replica processed.
+func commandEnv(r *otlpreceiver.Receiver, name string) []string {
+	return procEnv(append(otelEnv(r, name), "OTEL_METRIC_EXPORT_INTERVAL=500")...)
+}
+
+// processed is, per replica, the messages it processed per consumer so far (the latest
+// cumulative count of messaging.process.duration).
+func processed(r *otlpreceiver.Receiver) map[string]map[string]uint64 {
+	out := map[string]map[string]uint64{}
+	for _, p := range otlpreceiver.Find(r.Points(), "messaging.process.duration", nil) {
+		rep, cons := p.Resource["replica"], p.Attrs["messaging.consumer.group.name"]
+		if out[rep] == nil {
+			out[rep] = map[string]uint64{}
+		}
+		out[rep][cons+"/"+p.Attrs["maint.result"]] = p.Count
+	}
+	return out
+}
+
+// totals sums processed per replica over its consumers.
+func totals(m map[string]map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for rep, byCons := range m {
+		for _, n := range byCons {
+			out[rep] += n
+		}
+	}
+	return out
+}
+
+// collectTB is the testing.TB of a goroutine that may outlive its test: it keeps the errors
+// reported to it for the test to report, and never calls the test itself.
+type collectTB struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (c *collectTB) Helper() {}
+
+func (c *collectTB) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+func (c *collectTB) errors() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.errs...)
+}
