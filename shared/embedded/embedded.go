@@ -3,9 +3,11 @@
 package embedded
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -27,10 +29,44 @@ type Config struct {
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
 	ReadyTimeout time.Duration
+
+	// TLS, when set, makes the listener accept TLS connections only (ServerTLS builds one from
+	// files). With ClientAuth tls.RequireAndVerifyClientCert and ClientCAs it is mutual TLS:
+	// a client without a certificate signed by one of ClientCAs is refused. In-process
+	// connections (Connect) skip TLS: nothing of them crosses a wire.
+	TLS *tls.Config
+	// Nkeys, when set, are the only users the server accepts, each with its permissions; use
+	// maintsignals/infra/nats NkeyUsers, the rules of the production configuration files.
+	// In-process connections authenticate too. Without Nkeys the server has no
+	// authentication: keep Listen on loopback.
+	Nkeys []*server.NkeyUser
 }
 
 // ErrNotReady is returned when the server does not come up in time.
 var ErrNotReady = errors.New("embedded nats-server not ready")
+
+// ErrInvalidConfig is wrapped by every configuration error.
+var ErrInvalidConfig = errors.New("invalid embedded nats-server config")
+
+func (c Config) validate() error {
+	if c.StoreDir == "" {
+		return fmt.Errorf("%w: StoreDir is required", ErrInvalidConfig)
+	}
+	if t := c.TLS; t != nil {
+		if len(t.Certificates) == 0 && t.GetCertificate == nil {
+			return fmt.Errorf("%w: TLS has no server certificate", ErrInvalidConfig)
+		}
+		if t.ClientAuth >= tls.VerifyClientCertIfGiven && t.ClientCAs == nil {
+			return fmt.Errorf("%w: TLS verifies client certificates but has no ClientCAs", ErrInvalidConfig)
+		}
+	}
+	for i, u := range c.Nkeys {
+		if u == nil || u.Nkey == "" {
+			return fmt.Errorf("%w: Nkeys[%d] has no public key", ErrInvalidConfig, i)
+		}
+	}
+	return nil
+}
 
 // Server is a running embedded nats-server.
 type Server struct {
@@ -40,8 +76,8 @@ type Server struct {
 
 // Start starts an embedded server with JetStream and waits until it accepts connections.
 func Start(cfg Config) (*Server, error) {
-	if cfg.StoreDir == "" {
-		return nil, errors.New("embedded: StoreDir is required")
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Name == "" {
 		cfg.Name = "maint-0"
@@ -56,6 +92,17 @@ func Start(cfg Config) (*Server, error) {
 		// Commands are small; this leaves room for an oversized one to reach the handler and be
 		// rejected with a clear outcome instead of being refused at the door.
 		MaxPayload: 1 << 20,
+		Nkeys:      cfg.Nkeys,
+	}
+	if cfg.TLS != nil {
+		opts.TLSConfig = cfg.TLS.Clone()
+		if opts.TLSConfig.MinVersion == 0 {
+			opts.TLSConfig.MinVersion = tls.VersionTLS12
+		}
+		opts.TLS = true
+		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+		// The default half second fails handshakes on a busy machine.
+		opts.TLSTimeout = 2
 	}
 	if cfg.Listen == "" {
 		opts.DontListen = true
@@ -85,17 +132,32 @@ func Start(cfg Config) (*Server, error) {
 	return &Server{Server: s, listens: cfg.Listen != ""}, nil
 }
 
-// Connect opens a client connection: in-process (no TCP) when possible.
+// Connect opens an in-process client connection (no TCP, and no TLS even when the server has
+// it). On a server with Nkeys, pass the user's credentials (nats.Nkey, nats.NkeyOptionFromSeed).
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.InProcessServer(s.Server), nats.MaxReconnects(-1)}, opts...)
-	nc, err := nats.Connect(s.ClientURL(), opts...)
+	nc, err := nats.Connect(s.InProcessURL(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)
 	}
 	return nc, nil
 }
 
-// URL is the address clients in other processes use; "" when the server does not listen.
+// InProcessURL is the URL to pass to nats.Connect with nats.InProcessServer(s.Server): always
+// nats://. A tls:// URL makes the client insist on a TLS handshake, which an in-process
+// connection does not need and which stalls for about a minute before it fails on the
+// certificate (the server's name is 0.0.0.0 or its listen address).
+func (s *Server) InProcessURL() string {
+	u, err := url.Parse(s.ClientURL())
+	if err != nil {
+		return "nats://127.0.0.1:4222" // only the scheme matters in-process
+	}
+	u.Scheme = "nats"
+	return u.String()
+}
+
+// URL is the address clients in other processes use (tls:// when the server has TLS); ""
+// when the server does not listen.
 func (s *Server) URL() string {
 	if !s.listens {
 		return ""

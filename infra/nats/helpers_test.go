@@ -1,0 +1,8 @@
+package natsconf_test
+
+import (
+	"io"
+	"log/slog"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

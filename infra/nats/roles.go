@@ -1,0 +1,206 @@
+// Package natsconf is the NATS server configuration of the project: the least-privilege users
+// (one role each) as Go data, and the nats-server.conf files rendered from that same data.
+// The embedded server of the tests and of `maintctl up` takes its users from here (NkeyUsers),
+// the checked-in single.conf and cluster.conf are rendered from here (`go run ./infra/nats/gen`),
+// and a test fails when they drift apart, so that what the tests prove is what production runs.
+//
+// The import path is maintsignals/infra/nats; the package is called natsconf so that it does
+// not shadow nats.go's package nats.
+package natsconf
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"maintsignals/shared/domain"
+)
+
+// Role is a set of permissions shared by the parties that play it.
+type Role string
+
+// Roles, from the most to the least powerful.
+const (
+	// RoleOperator provisions: the only role that creates, updates, purges or deletes streams,
+	// the bucket and consumers (the whole JetStream API). It sends no commands and writes no
+	// records.
+	RoleOperator Role = "operator"
+	// RoleAdmin is an SRE or maintctl: sends commands, reads records, events and dead letters,
+	// and replays dead letters (which removes them from MAINT_DLQ).
+	RoleAdmin Role = "admin"
+	// RoleUpdater is whatever performs an update and reports its outcome. NATS permissions are
+	// per subject and the task is in the body, so at the NATS level an updater may publish any
+	// command, like an admin. What limits it to UpdateSucceeded and UpdateFailed is the command
+	// function: with command signing required (maintsignals/shared/signing), a command must be
+	// signed by a configured key whose role allows its task, else it is rejected with
+	// Unauthorized (SPEC §3). The updater's NATS nkey may double as its signing key.
+	RoleUpdater Role = "updater"
+	// RoleFunction runs the command and emitter functions: consumes their durable consumers,
+	// reads and writes records, publishes outcome events and dead letters, and may NOT publish
+	// commands (a compromised function cannot forge an admin's command).
+	RoleFunction Role = "function"
+	// RoleReader reads records and outcome events (dashboards, integrators), nothing else.
+	RoleReader Role = "reader"
+)
+
+var roles = []Role{RoleOperator, RoleAdmin, RoleUpdater, RoleFunction, RoleReader}
+
+// Roles lists every role.
+func Roles() []Role { return slices.Clone(roles) }
+
+// ErrUnknownRole is wrapped when a role is not one of Roles.
+var ErrUnknownRole = errors.New("unknown role")
+
+// Valid reports whether r is one of Roles.
+func (r Role) Valid() bool { return slices.Contains(roles, r) }
+
+// InboxPrefix is the role's private reply-subject prefix. Its clients must connect with
+// nats.CustomInboxPrefix(r.InboxPrefix()) (natsconn.Options.InboxPrefix): a role may subscribe
+// only to its own inboxes, so that a reader cannot listen in on `_INBOX.>` and see the
+// commands the server delivers to a function's pull requests, nor another role's replies.
+func (r Role) InboxPrefix() string { return "_INBOX_" + string(r) }
+
+// Names of the contract used in subjects.
+const (
+	api      = "$JS.API."
+	kvStream = "KV_" + domain.Bucket
+	// KVSubjects are the subjects of the records in the bucket.
+	KVSubjects = "$KV." + domain.Bucket + ".>"
+)
+
+// Permissions returns the permission set of a role. Each call returns a new value.
+func (r Role) Permissions() (*server.Permissions, error) {
+	var pub, sub []string
+	switch r {
+	case RoleOperator:
+		pub = []string{
+			api + ">", // provisioning: streams, bucket, consumers, and everything a reader does
+			domain.ScheduleSubject,
+		}
+	case RoleAdmin:
+		pub = slices.Concat(
+			[]string{domain.CommandPrefix + "*"},
+			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.DLQStream),
+			// `maintctl dlq replay` deletes the dead letter it sent through again.
+			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream},
+		)
+		sub = []string{domain.EventPrefix + ">"}
+	case RoleUpdater:
+		// Reads too: client.Send waits for the outcome event and reads the record.
+		pub = slices.Concat(
+			[]string{domain.CommandPrefix + "*"},
+			readStream(kvStream), readStream(domain.EventsStream),
+		)
+		sub = []string{domain.EventPrefix + ">"}
+	case RoleFunction:
+		pub = slices.Concat(
+			[]string{
+				domain.EventPrefix + "*",
+				domain.DLQPrefix + "*",
+				KVSubjects, // record writes (compare-and-swap puts)
+			},
+			readStream(kvStream), // record reads, and the emitter's scan (an ordered consumer)
+			consume(domain.CommandsStream, "*"),
+			consume(domain.ScheduleStream, "emitter"),
+			// The command function finds the partition consumers that provisioning created.
+			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream},
+		)
+	case RoleReader:
+		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream))
+		sub = []string{domain.EventPrefix + ">"}
+	default:
+		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
+	}
+	if r != RoleOperator {
+		pub = append(pub, api+"INFO") // account info, for health checks
+	}
+	sub = append(sub, r.InboxPrefix()+".>") // replies, on the role's private inboxes
+	p := &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub},
+		Subscribe: &server.SubjectPermission{Allow: sub},
+	}
+	if r != RoleOperator {
+		// The allow lists already leave these out; deny wins over allow, so listing them
+		// keeps them closed even if an allow entry is widened by mistake later.
+		p.Publish.Deny = denied(r)
+	}
+	return p, nil
+}
+
+// readStream is what reading stream s takes: stream info, a message get (the bucket's reads
+// go to the stream leader: provisioning turns direct gets off), direct gets (allowed for the
+// day they are turned on), and an ordered consumer (history, watch, the bucket scan), which
+// creates, reads and, on a reset, deletes an ephemeral consumer.
+//
+// CONSUMER.CREATE cannot tell an ephemeral consumer from a durable one: a reader could create
+// durables on these streams. They hold no durable consumers of the contract (those live on
+// MAINT_COMMANDS and MAINT_SCHEDULE), so this can cost resources but cannot steal work.
+func readStream(s string) []string {
+	return []string{
+		api + "STREAM.INFO." + s,
+		api + "STREAM.MSG.GET." + s,
+		api + "DIRECT.GET." + s,
+		api + "DIRECT.GET." + s + ".>",
+		api + "CONSUMER.CREATE." + s + ".>",
+		api + "CONSUMER.INFO." + s + ".*",
+		api + "CONSUMER.DELETE." + s + ".*",
+		api + "CONSUMER.MSG.NEXT." + s + ".*",
+	}
+}
+
+// consume is what serving the provisioned durable consumer(s) c of stream s takes: find them,
+// pull, and ack, nak, term or signal progress. Nothing here creates or changes a consumer.
+func consume(s, c string) []string {
+	return []string{
+		api + "STREAM.INFO." + s,
+		api + "CONSUMER.INFO." + s + "." + c,
+		api + "CONSUMER.MSG.NEXT." + s + "." + c,
+		"$JS.ACK." + s + ".>",
+	}
+}
+
+// adminPlane is the part of the JetStream API that only the operator may use: changing or
+// destroying streams (the bucket is stream KV_maintenance), consumers, the cluster.
+var adminPlane = []string{
+	api + "STREAM.CREATE.>",
+	api + "STREAM.UPDATE.>",
+	api + "STREAM.DELETE.>",
+	api + "STREAM.PURGE.>",
+	api + "STREAM.RESTORE.>",
+	api + "STREAM.SNAPSHOT.>",
+	api + "STREAM.PEER.REMOVE.>",
+	api + "STREAM.LEADER.STEPDOWN.>",
+	api + "CONSUMER.DURABLE.CREATE.>",
+	api + "CONSUMER.LEADER.STEPDOWN.>",
+	api + "CONSUMER.PAUSE.>",
+	api + "CONSUMER.RESET.>",
+	api + "CONSUMER.UNPIN.>",
+	api + "ACCOUNT.>",
+	api + "META.>",
+	api + "SERVER.>",
+	// Single messages of the audit trail, the schedule and the records. (Dead letters are
+	// left out: an admin removes the one it replays.)
+	api + "STREAM.MSG.DELETE." + domain.CommandsStream,
+	api + "STREAM.MSG.DELETE." + domain.EventsStream,
+	api + "STREAM.MSG.DELETE." + domain.ScheduleStream,
+	api + "STREAM.MSG.DELETE." + kvStream,
+}
+
+// denied is the explicit publish deny list of a non-operator role.
+func denied(r Role) []string {
+	d := slices.Clone(adminPlane)
+	if r != RoleFunction {
+		// Only the functions write records, outcome events and dead letters: a forged
+		// "applied" event would make maintctl report a change that never happened.
+		d = append(d, KVSubjects, domain.EventPrefix+">", domain.DLQPrefix+">")
+	}
+	if r == RoleFunction || r == RoleReader {
+		d = append(d, domain.CommandPrefix+">")
+	}
+	if r != RoleAdmin {
+		d = append(d, api+"STREAM.MSG.DELETE."+domain.DLQStream)
+	}
+	return d
+}
