@@ -192,29 +192,14 @@ func Verify(t testing.TB, js jetstream.JetStream, sent []domain.Command, wait ti
 
 	// Stored order per entity.
 	byKey := map[string][]domain.Command{}
-	cons, err := js.OrderedConsumer(context.Background(), domain.CommandsStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		batch, err := cons.FetchNoWait(1000)
-		if err != nil {
-			t.Fatal(err)
+	ReadStream(t, js, domain.CommandsStream, func(m jetstream.Msg) {
+		var c domain.Command
+		if json.Unmarshal(m.Data(), &c) != nil || !want[c.ID] {
+			return
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var c domain.Command
-			if json.Unmarshal(m.Data(), &c) != nil || !want[c.ID] {
-				continue
-			}
-			key := domain.KeyFromSubject(m.Subject())
-			byKey[key] = append(byKey[key], c)
-		}
-		if n == 0 {
-			break
-		}
-	}
+		key := domain.KeyFromSubject(m.Subject())
+		byKey[key] = append(byKey[key], c)
+	})
 	st, err := store.Open(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
@@ -251,4 +236,48 @@ func Verify(t testing.TB, js jetstream.JetStream, sent []domain.Command, wait ti
 		}
 	}
 	return counts
+}
+
+// ReadStream calls fn for every message of a stream, up to its last sequence when the read
+// starts. (Stopping at the first empty fetch is not enough: right after a leader change a
+// fetch can come back empty while messages remain.)
+func ReadStream(t testing.TB, js jetstream.JetStream, stream string, fn func(jetstream.Msg)) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			fn(m)
+			md, err := m.Metadata()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.Sequence.Stream >= last {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: could not read up to sequence %d within a minute", stream, last)
+		}
+	}
 }
