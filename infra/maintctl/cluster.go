@@ -12,10 +12,13 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
+	natsconf "maintsignals/infra/nats"
 	"maintsignals/shared/client"
 	"maintsignals/shared/embedded"
+	"maintsignals/shared/natsconn"
 )
 
 // Layout of a local cluster (`maintctl up --nodes N`).
@@ -165,20 +168,47 @@ func planNATS(f upFlags, host string, port int, data string) (natsPlan, error) {
 	return p, err
 }
 
-// startNATS starts the server or the cluster of the plan and connects the functions to it.
-func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways bool) (*natsRun, error) {
+// startNATS starts the server or the cluster of the plan and connects provisioning and the
+// functions to it; sec secures a single server (planNATS's caller refuses it for a cluster).
+func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways bool, sec *upSecurity) (*natsRun, error) {
 	if p.nodes == 1 {
-		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways})
+		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways, TLS: sec.tls, Nkeys: sec.nkeys})
 		if err != nil {
 			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", p.listen, err)
 		}
 		a.printf("NATS with JetStream listening on %s\n", srv.ClientURL())
-		nc, err := srv.Connect(nats.Name("maintctl-up"))
-		if err != nil {
-			srv.Stop()
-			return nil, err
+		for _, line := range sec.describe() {
+			a.printf("  %s\n", line)
 		}
-		return &natsRun{urls: srv.ClientURL(), nc: nc, stop: sync.OnceFunc(func() { nc.Close(); srv.Stop() })}, nil
+		var conns []*natsconn.Conn
+		closeAll := func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}
+		// Without users, one connection serves both, as the server has no permissions.
+		for _, c := range []struct {
+			name string
+			kp   nkeys.KeyPair
+			role natsconf.Role
+		}{{"maintctl-up", sec.operator, natsconf.RoleOperator}, {"maintctl-up-functions", sec.function, natsconf.RoleFunction}} {
+			if c.kp == nil && len(conns) == 1 {
+				break
+			}
+			conn, err := a.connectInProcess(ctx, srv, c.name, c.kp, c.role)
+			if err != nil {
+				closeAll()
+				srv.Stop()
+				return nil, err
+			}
+			conns = append(conns, conn)
+		}
+		return &natsRun{
+			urls:      srv.ClientURL(),
+			provision: conns[0].JS,
+			functions: conns[len(conns)-1].JS,
+			stop:      sync.OnceFunc(func() { closeAll(); srv.Stop() }),
+		}, nil
 	}
 
 	a.log.Info("starting a local JetStream cluster; electing its meta leader takes a few seconds", "nodes", p.nodes, "data", data)
@@ -207,12 +237,14 @@ func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways
 		c.Stop()
 		return nil, err
 	}
-	return &natsRun{urls: c.URLs(), nc: cl.NC, stop: sync.OnceFunc(func() { cl.Close(); c.Stop() })}, nil
+	return &natsRun{urls: c.URLs(), provision: cl.JS, functions: cl.JS, stop: sync.OnceFunc(func() { cl.Close(); c.Stop() })}, nil
 }
 
 // natsRun is the NATS side of `up`: one embedded server or a local cluster.
 type natsRun struct {
-	urls string     // for NATS_URL: one URL, or the comma-separated list of a cluster
-	nc   *nats.Conn // the functions' connection
-	stop func()     // closes nc and shuts the servers down (once; later calls do nothing)
+	urls string // for NATS_URL: one URL, or the comma-separated list of a cluster
+	// provision and functions are the connections of provisioning and of the functions: one
+	// connection, or, on a server with users, one of the operator and one of the function role.
+	provision, functions jetstream.JetStream
+	stop                 func() // closes the connections and shuts the servers down (once)
 }

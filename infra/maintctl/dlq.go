@@ -104,7 +104,12 @@ does not name it), the task, the command id, how many times it was delivered and
 				return err
 			}
 			defer cl.Close()
-			letters, err := listLetters(ctx, cl.JS)
+			var letters []dlq.Letter
+			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
+				var err error
+				letters, err = listLetters(ctx, cl.JS)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -184,7 +189,10 @@ exit status 1; the other ones are replayed all the same.`,
 				return err
 			}
 			defer cl.Close()
-			return a.replay(ctx, cl.JS, seqs, all)
+			// A denied publish or delete fails at once instead of waiting for the timeout.
+			return cl.Guard(ctx, ">", func(ctx context.Context) error {
+				return a.replay(ctx, cl.JS, seqs, all)
+			})
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "replay every dead letter, oldest first")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"maintsignals/shared/client"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
 )
 
@@ -45,10 +50,11 @@ type app struct {
 	stdout, stderr io.Writer
 
 	server    string
+	nats      natsconn.Options // credentials, TLS and inbox prefix (--creds, --nkey, --tlsca, ...)
 	output    string
 	logFormat string
 	logLevel  string
-	nkey      string // seed file signing commands
+	signKey   string // seed file signing commands (--sign-key)
 
 	log *slog.Logger
 }
@@ -65,6 +71,18 @@ JetStream and that the emitter re-exports as OpenTelemetry metrics every tick.
 Run the whole stack on this machine with ` + "`maintctl up`" + `, then use the admin verbs
 against it. Every verb that talks to NATS uses --server (default $NATS_URL, else
 nats://127.0.0.1:4222).
+
+Connecting to a secured NATS (the flags and variables of the nats CLI): --nkey FILE (a user
+nkey seed, $NATS_NKEY) or --creds FILE ($NATS_CREDS) authenticate; --tlsca FILE ($NATS_CA)
+trusts the server's certificate, and --tlscert/--tlskey ($NATS_CERT, $NATS_KEY) present a
+client certificate for mutual TLS; with the users of infra/nats (and ` + "`maintctl up --users`" + `)
+also set --inbox-prefix ($NATS_INBOX_PREFIX) to your role's, e.g. _INBOX_admin. A denied
+command fails at once with "permission denied: your NATS user may not publish to ...".
+
+Signing commands is separate from NATS authentication: --sign-key FILE ($MAINT_SIGN_KEY) signs
+every command with that nkey seed (see ` + "`maintctl up --signers`" + `). When one party both
+authenticates and signs, as an updater may, pass the same seed file to both:
+--nkey updater.nk --sign-key updater.nk.
 
 Exit status: 0 on success; 2 when a command was rejected or dead-lettered; 3 when no outcome
 came in time (the command is stored and takes effect once a command function runs); 1 for
@@ -108,7 +126,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
 		err = fmt.Errorf("%w (see `maintctl --help`)", err)
 	}
-	return err
+	return explainPermission(err)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -137,7 +155,10 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVarP(&a.output, "output", "o", outTable, "output format: table (for people) or json (for scripts)")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	pf.StringVar(&a.nkey, "nkey", a.env("MAINT_NKEY"), "file with the user nkey seed (SU…) that signs commands ($MAINT_NKEY)")
+	pf.StringVar(&a.signKey, "sign-key", a.env(envSignKey), "file with the user nkey seed (SU…) that signs commands ($"+envSignKey+"); NATS authentication is --nkey")
+	a.nats = natsconn.FromEnv(a.env)
+	a.nats.Flags(pf)
+	pf.Lookup("nkey").Usage = "file with the user nkey seed (SU…) that authenticates to NATS ($" + natsconn.EnvNkey + "); signing commands is --sign-key"
 
 	root.AddGroup(
 		&cobra.Group{ID: "admin", Title: "Admin commands (wait for the outcome):"},
@@ -162,6 +183,12 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	return root
 }
+
+// Signing key variables: MAINT_SIGN_KEY, and the name it had when --nkey still meant signing.
+const (
+	envSignKey    = "MAINT_SIGN_KEY"
+	envOldSignKey = "MAINT_NKEY"
+)
 
 // setup validates the global flags and builds the logger.
 func (a *app) setup() error {
@@ -192,28 +219,119 @@ func (a *app) setup() error {
 	default:
 		return fmt.Errorf("--log-format %q: use text or json", a.logFormat)
 	}
+	if a.env(envOldSignKey) != "" && a.env(envSignKey) == "" {
+		a.log.Warn("$" + envOldSignKey + " is no longer read: the seed that signs commands is --sign-key or $" + envSignKey +
+			" (--nkey and $" + natsconn.EnvNkey + " authenticate to NATS)")
+	}
 	return nil
 }
 
-// connect connects to --server, with advice when it cannot.
+// natsOptions are the connection options of the global flags, for a connection named name.
+func (a *app) natsOptions(name string, timeout time.Duration) natsconn.Options {
+	o := a.nats
+	o.Servers, o.Name, o.Timeout, o.Logger = a.server, name, timeout, a.log
+	return o
+}
+
+// connect connects to --server with the credentials and TLS of the flags, with advice when it
+// cannot.
 func (a *app) connect(ctx context.Context, timeout time.Duration) (*client.Client, error) {
 	if timeout <= 0 || timeout > 5*time.Second {
 		timeout = 5 * time.Second
 	}
 	var signer nkeys.KeyPair
-	if a.nkey != "" {
-		kp, err := signing.LoadSeed(a.nkey)
+	if a.signKey != "" {
+		kp, err := signing.LoadSeed(a.signKey)
 		if err != nil {
-			return nil, fmt.Errorf("--nkey: %w", err)
+			return nil, fmt.Errorf("--sign-key: %w", err)
 		}
 		signer = kp
 	}
-	c, err := client.Connect(ctx, a.server, client.Options{Name: "maintctl", Timeout: timeout, Logger: a.log, Signer: signer})
+	conn, err := natsconn.Connect(ctx, a.natsOptions("maintctl", timeout))
 	if err != nil {
-		return nil, fmt.Errorf("%w: is `maintctl up` running? set --server or NATS_URL", err)
+		return nil, connectAdvice(err, "is `maintctl up` running? set --server or NATS_URL")
 	}
-	return c, nil
+	return client.FromConn(conn, client.Options{Logger: a.log, Signer: signer}), nil
 }
+
+// connectAdvice says what to do about a failed connection; unreachable is the advice when
+// nothing else fits.
+func connectAdvice(err error, unreachable string) error {
+	var (
+		unknownCA *x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		certErr   *tls.CertificateVerificationError
+	)
+	msg := err.Error()
+	switch {
+	case errors.Is(err, natsconn.ErrInvalidOptions):
+		return err
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
+		strings.Contains(strings.ToLower(msg), "authorization violation"):
+		return fmt.Errorf("%w: the server refused these credentials: give a user it knows with --nkey FILE or --creds FILE ($NATS_NKEY, $NATS_CREDS)", err)
+	case errors.As(err, &hostname):
+		return fmt.Errorf("%w: the server's TLS certificate is not for this address: connect with a name or address it lists", err)
+	case errors.As(err, &unknownCA), errors.As(err, &certErr), strings.Contains(msg, "x509:"):
+		return fmt.Errorf("%w: the server's TLS certificate is not trusted: give the CA that signed it with --tlsca FILE ($NATS_CA)", err)
+	case strings.Contains(msg, "certificate required"), strings.Contains(msg, "bad certificate"):
+		return fmt.Errorf("%w: the server requires a client certificate (mutual TLS): give it with --tlscert FILE --tlskey FILE ($NATS_CERT, $NATS_KEY)", err)
+	case errors.Is(err, nats.ErrSecureConnWanted):
+		return fmt.Errorf("%w: the server does not offer TLS: leave out --tlsca/--tlscert, or connect to the server that does", err)
+	case strings.Contains(msg, "TLS handshake"), strings.Contains(msg, "tls:"):
+		return fmt.Errorf("%w: TLS failed: check --tlsca (and --tlscert/--tlskey for mutual TLS), and that --server is the server's tls:// address", err)
+	}
+	return fmt.Errorf("%w: %s", err, unreachable)
+}
+
+// explainPermission rewrites a permission error for people: which subject the NATS user may
+// not use, and what to do about it. Other errors are returned as they are.
+func explainPermission(err error) error {
+	var (
+		pe      *natsconn.PermissionError
+		already *permissionError
+	)
+	if !errors.As(err, &pe) || errors.As(err, &already) {
+		return err
+	}
+	var advice string
+	switch {
+	case pe.Op == "subscribe" && strings.HasPrefix(pe.Subject, "_INBOX"):
+		advice = "the replies to this user go elsewhere: set --inbox-prefix ($NATS_INBOX_PREFIX) to your role's, e.g. _INBOX_admin"
+	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.CommandPrefix):
+		advice = "sending commands takes a user of the admin role, or updater for outcomes: connect as one with --nkey FILE or --creds FILE"
+	default:
+		advice = "connect as a user whose role allows it with --nkey FILE or --creds FILE"
+	}
+	return withAdvice(err, advice)
+}
+
+// withAdvice makes a permission error (err wraps a *natsconn.PermissionError) print as
+// explainPermission does, with advice; other errors are returned as they are.
+func withAdvice(err error, advice string) error {
+	var pe *natsconn.PermissionError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return &permissionError{err: err, pe: pe, advice: advice}
+}
+
+// permissionError is a permission error as maintctl prints it; errors.Is and errors.As still
+// find what it wraps.
+type permissionError struct {
+	err    error
+	pe     *natsconn.PermissionError
+	advice string
+}
+
+func (e *permissionError) Error() string {
+	verb := "publish to"
+	if e.pe.Op == "subscribe" {
+		verb = "subscribe to"
+	}
+	return fmt.Sprintf("permission denied: your NATS user may not %s %s (%s)", verb, e.pe.Subject, e.advice)
+}
+
+func (e *permissionError) Unwrap() error { return e.err }
 
 func (a *app) json() bool { return a.output == outJSON }
 

@@ -39,7 +39,7 @@ func TestUp_RequireSignaturesRefusesUnsignedAndTrustsTheSigner(t *testing.T) {
 	}
 	mustContain(t, "unsigned", r.stdout+r.stderr+r.err.Error(), "Unauthorized")
 
-	out := c.ok("pending", id, "--actor", "mallory", "--nkey", seedFile)
+	out := c.ok("pending", id, "--actor", "mallory", "--sign-key", seedFile)
 	mustContain(t, "signed", out, "applied", "Pending")
 	hist := c.ok("history", id)
 	mustContain(t, "history", hist, "Unauthorized", "alice")

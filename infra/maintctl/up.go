@@ -21,7 +21,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/infra/provision"
-	"maintsignals/shared/client"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
 )
@@ -139,6 +139,7 @@ type upFlags struct {
 	partitions    int
 	eventsMaxAge  time.Duration
 	emit          emitFlags
+	security      securityFlags
 }
 
 func (a *app) upCommand() *cobra.Command {
@@ -167,13 +168,30 @@ ports, so that a restart on the same --data keeps every record on the same addre
 printed NATS_URL list for the admin verbs. A --data directory holds either one server or a
 cluster of one size: start it again the same way.
 
-The servers have no authentication: keep --listen on loopback.`,
+By default the server has no authentication and no TLS: keep --listen on loopback. To open it
+up, --tls-cert and --tls-key make it accept TLS only (clients connect to the printed tls://
+address and trust its CA with --tlsca), and --tls-client-ca makes that mutual TLS. --users FILE
+makes it accept only the users listed there (public nkeys), each with the permissions of its
+role in infra/nats (operator, admin, updater, function, reader): an admin connects with
+--nkey SEED --inbox-prefix _INBOX_admin, and a reader that tries to send a command is refused
+at once. up's own connections (provisioning, the functions) then use throwaway keys made in
+memory at each start; nothing is written to disk. In-process connections never use TLS. TLS and
+--users are not supported with --nodes yet.`,
 		Example: `  maintctl up
   maintctl up --listen 127.0.0.1:4333 --data /var/tmp/maint --tick 10s
   maintctl up --nodes 3 --data ./maint-cluster     # then: export NATS_URL=<the printed list>
-  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 maintctl up`,
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 maintctl up
+
+  # TLS and users, reachable from other machines
+  maintctl up --listen 0.0.0.0:4222 --tls-cert server.crt --tls-key server.key --users users.json
+  maintctl --server tls://HOST:4222 --tlsca ca.pem --nkey admin.nk --inbox-prefix _INBOX_admin pending ID`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.up(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseClientFlags(cmd); err != nil {
+				return err
+			}
+			return a.up(cmd.Context(), f)
+		},
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:4222", "host:port where NATS accepts clients (port 0: a free port); with --nodes, node i takes port+i")
@@ -185,6 +203,7 @@ The servers have no authentication: keep --listen on loopback.`,
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
 	addEmitFlags(c, &f.emit)
+	addSecurityFlags(c, &f.security)
 	return c
 }
 
@@ -201,8 +220,15 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err != nil {
 		return err
 	}
+	sec, err := f.security.load()
+	if err != nil {
+		return err
+	}
+	if sec.enabled() && f.nodes > 1 {
+		return fmt.Errorf("--tls-cert and --users are not supported with --nodes yet: run one node, or a cluster of nats-server with infra/nats/cluster.conf")
+	}
 	if !isLoopback(host) {
-		a.log.Warn("NATS listens beyond loopback without authentication", "listen", f.listen)
+		a.warnExposure(sec, f.listen)
 	}
 	data, err := filepath.Abs(f.data)
 	if err != nil {
@@ -228,7 +254,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
-	nr, err := a.startNATS(ctx, plan, data, f.syncAlways)
+	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec)
 	if err != nil {
 		return err
 	}
@@ -242,11 +268,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	js, err := jetstream.New(nr.nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	rep, err := a.provisionUp(ctx, js, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, EventsMaxAge: f.eventsMaxAge})
+	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, EventsMaxAge: f.eventsMaxAge})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {
@@ -259,9 +281,9 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
 
-	err = a.runFunctions(ctx, functions, functionEnv{js: js, tel: tel, a: a, tick: f.tick, emit: f.emit}, func(names []string) {
+	err = a.runFunctions(ctx, functions, functionEnv{js: nr.functions, tel: tel, a: a, tick: f.tick, emit: f.emit}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
-		a.printf("ready: try `NATS_URL=%s maintctl pending <resource-id>`; Ctrl-C stops\n", nr.urls)
+		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
 	})
 	a.log.Info("functions stopped; shutting NATS down")
 	nr.stop()
@@ -508,7 +530,13 @@ an existing stream, such as the partition count, is reported as failed).`,
 				return err
 			}
 			defer cl.Close()
-			rep, err := provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, Tick: tick, EventsMaxAge: eventsMaxAge})
+			var rep provision.Report
+			// A user that may not provision fails at once instead of waiting for the timeout.
+			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
+				var err error
+				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, Tick: tick, EventsMaxAge: eventsMaxAge})
+				return err
+			})
 			if rep != nil {
 				if a.json() {
 					docs := make([]changeJSON, len(rep))
@@ -526,7 +554,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 				}
 			}
 			if err != nil {
-				return fmt.Errorf("provision: %w", err)
+				return withAdvice(fmt.Errorf("provision: %w", err), "provisioning takes a user of the operator role: connect as one with --nkey FILE or --creds FILE")
 			}
 			return nil
 		},
@@ -562,8 +590,14 @@ served once. The streams must be provisioned first (` + "`maintctl provision`" +
 Functions:
 ` + about.String() + `
 Metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set; otherwise to a Prometheus page
-at --metrics-listen, if given.`,
-		Example:   "  NATS_URL=nats://n1:4222,nats://n2:4222,nats://n3:4222 maintctl function command\n  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 maintctl function emitter",
+at --metrics-listen, if given.
+
+Against a secured NATS (the configurations of infra/nats), connect as a user of the function
+role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca FILE (plus
+--tlscert/--tlskey for mutual TLS); or NATS_NKEY, NATS_INBOX_PREFIX, NATS_CA, ...`,
+		Example: "  NATS_URL=nats://n1:4222,nats://n2:4222,nats://n3:4222 maintctl function command\n" +
+			"  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 maintctl function emitter\n" +
+			"  maintctl function command --server tls://nats.example:4222 --tlsca ca.pem --nkey command.nk --inbox-prefix _INBOX_function",
 		ValidArgs: names,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -615,19 +649,23 @@ at --metrics-listen, if given.`,
 	return c
 }
 
-// connectRetry connects to --server, retrying until ctx ends: a function may start before
-// its NATS server does.
-func (a *app) connectRetry(ctx context.Context) (*client.Client, error) {
+// connectRetry connects to --server with the credentials and TLS of the flags, retrying until
+// ctx ends: a function may start before its NATS server does. Options that cannot work (a
+// missing file, a bad inbox prefix) fail at once.
+func (a *app) connectRetry(ctx context.Context) (*natsconn.Conn, error) {
 	delay := time.Second
 	for {
-		cl, err := client.Connect(ctx, a.server, client.Options{Name: "maintctl-function", Logger: a.log})
+		conn, err := natsconn.Connect(ctx, a.natsOptions("maintctl-function", 0))
 		if err == nil {
-			return cl, nil
+			return conn, nil
+		}
+		if errors.Is(err, natsconn.ErrInvalidOptions) {
+			return nil, err
 		}
 		a.log.Warn("cannot connect to NATS; retrying", "server", a.server, "error", err, "retry_in", delay)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: is NATS running? set --server or NATS_URL", err)
+			return nil, connectAdvice(err, "is NATS running? set --server or NATS_URL")
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 10*time.Second)

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,30 +19,41 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/store"
 )
 
 // DefaultServer is where clients connect when neither a server nor NATS_URL is given.
-const DefaultServer = "nats://127.0.0.1:4222"
+const DefaultServer = natsconn.DefaultServer
 
-// ErrConnect is wrapped by connection failures.
-var ErrConnect = errors.New("cannot connect to NATS")
+// ErrConnect is wrapped by connection failures (it is natsconn.ErrConnect).
+var ErrConnect = natsconn.ErrConnect
+
+// publisher is what Send and PublishOnly publish commands through: a *natsconn.Conn, whose
+// PublishMsg fails at once with a *natsconn.PermissionError when the server denies the
+// subject, or, for a client made by New, the plain jetstream.JetStream.
+type publisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
 
 // Client is a connection to the maintenance-signal streams and bucket.
 type Client struct {
 	NC *nats.Conn
 	JS jetstream.JetStream
+	// Conn is the permission-aware connection of a client made by Connect or FromConn; nil
+	// for one made by New.
+	Conn *natsconn.Conn
 
 	ownConn bool
 	log     *slog.Logger
 	signer  nkeys.KeyPair // signs commands when set
+	pub     publisher     // publishes commands: Conn when set, else JS
 
-	mu       sync.Mutex
-	st       *store.Store
-	asyncErr error // the last asynchronous error (permission violations surface only here)
+	mu sync.Mutex
+	st *store.Store
 }
 
-// Options configures Connect.
+// Options configures Connect and FromConn.
 type Options struct {
 	// Name is the connection name the server shows (default "maintctl").
 	Name string
@@ -51,80 +61,49 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives connection events (default slog.Default()).
 	Logger *slog.Logger
-	// NATS are extra nats.go options (credentials, TLS, ...).
+	// NATS are extra nats.go options (credentials, TLS, ...). An ErrorHandler among them is
+	// replaced by the one that reports permission violations to the calls that caused them.
 	NATS []nats.Option
 	// Signer signs every command with its nkey (required where the command function demands
 	// signed commands).
 	Signer nkeys.KeyPair
 }
 
-// Connect connects to servers, one URL or a comma-separated list for a cluster. A missing
-// scheme means nats://.
+// Connect connects to servers, one URL or a comma-separated list for a cluster (a missing
+// scheme means nats://), with natsconn: a command the server does not let this user publish
+// fails at once with a *natsconn.PermissionError. For credentials and TLS from files, flags
+// and the environment, connect with natsconn.Connect and wrap the connection with FromConn.
 func Connect(ctx context.Context, servers string, o Options) (*Client, error) {
 	if o.Name == "" {
 		o.Name = "maintctl"
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 5 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	servers = NormalizeServers(servers)
-	c := &Client{log: o.Logger, ownConn: true, signer: o.Signer}
-	opts := append([]nats.Option{
-		nats.Name(o.Name),
-		nats.Timeout(o.Timeout),
-		nats.MaxReconnects(-1),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			c.mu.Lock()
-			c.asyncErr = err
-			c.mu.Unlock()
-			o.Logger.Warn("nats asynchronous error", "error", err)
-		}),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				o.Logger.Warn("disconnected from NATS", "error", err)
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			o.Logger.Info("reconnected to NATS", "server", nc.ConnectedUrlRedacted())
-		}),
-	}, o.NATS...)
-	type result struct {
-		nc  *nats.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		nc, err := nats.Connect(servers, opts...)
-		done <- result{nc, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.nc != nil {
-				r.nc.Close()
-			}
-		}()
-		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, servers, ctx.Err())
-	}
-	if r.err != nil {
-		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, servers, r.err)
-	}
-	c.NC = r.nc
-	js, err := jetstream.New(r.nc)
+	conn, err := natsconn.Connect(ctx, natsconn.Options{
+		Servers: servers,
+		Name:    o.Name,
+		Timeout: o.Timeout,
+		Logger:  o.Logger,
+		Extra:   o.NATS,
+	})
 	if err != nil {
-		r.nc.Close()
-		return nil, fmt.Errorf("jetstream: %w", err)
+		return nil, err
 	}
-	c.JS = js
-	return c, nil
+	return FromConn(conn, o), nil
+}
+
+// FromConn makes a client of a natsconn connection (Name, Timeout and NATS of o are not
+// used: the connection is made). Send and PublishOnly publish through conn.PublishMsg, and
+// the reads and Guard fail at once on a permission violation. Close closes conn.
+func FromConn(conn *natsconn.Conn, o Options) *Client {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Client{NC: conn.NC, JS: conn.JS, Conn: conn, ownConn: true, log: log, signer: o.Signer, pub: conn}
 }
 
 // New wraps an existing connection (for example an in-process one). Close does not close it.
+// Its permission violations reach only the connection's own error handler: a denied publish
+// waits for the whole timeout. Prefer FromConn.
 func New(nc *nats.Conn, log *slog.Logger) (*Client, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -133,41 +112,31 @@ func New(nc *nats.Conn, log *slog.Logger) (*Client, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{NC: nc, JS: js, log: log}, nil
+	return &Client{NC: nc, JS: js, log: log, pub: js}, nil
 }
 
 // NormalizeServers trims a comma-separated server list and adds nats:// where no scheme is
 // given; an empty list is DefaultServer.
-func NormalizeServers(servers string) string {
-	var out []string
-	for _, s := range strings.Split(servers, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !strings.Contains(s, "://") {
-			s = "nats://" + s
-		}
-		out = append(out, s)
+func NormalizeServers(servers string) string { return natsconn.NormalizeServers(servers) }
+
+// Guard runs fn so that a permission violation of this connection on a subject filter
+// matches (or on its replies) ends it at once with a *natsconn.PermissionError (see
+// natsconn.Conn.Guard). Without a natsconn connection (New) it just runs fn.
+func (c *Client) Guard(ctx context.Context, filter string, fn func(context.Context) error) error {
+	if c.Conn == nil {
+		return fn(ctx)
 	}
-	if len(out) == 0 {
-		return DefaultServer
-	}
-	return strings.Join(out, ",")
+	return c.Conn.Guard(ctx, filter, fn)
 }
+
+// jsAPI is the filter of the JetStream API requests that the reads make.
+const jsAPI = "$JS.API.>"
 
 // Close closes the connection if Connect opened it.
 func (c *Client) Close() {
 	if c.ownConn && c.NC != nil {
 		c.NC.Close()
 	}
-}
-
-// lastAsyncErr returns the last asynchronous error of the connection, if any.
-func (c *Client) lastAsyncErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.asyncErr
 }
 
 func (c *Client) store(ctx context.Context) (*store.Store, error) {
@@ -212,11 +181,18 @@ func (c *Client) Get(ctx context.Context, resourceID string) (Entity, error) {
 	if err != nil {
 		return Entity{}, err
 	}
-	st, err := c.store(ctx)
-	if err != nil {
-		return Entity{}, err
-	}
-	rec, rev, err := st.Get(ctx, key)
+	var (
+		rec domain.Record
+		rev uint64
+	)
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		st, err := c.store(ctx)
+		if err != nil {
+			return err
+		}
+		rec, rev, err = st.Get(ctx, key)
+		return err
+	})
 	if err != nil {
 		return Entity{}, err
 	}
@@ -229,12 +205,14 @@ func (c *Client) Get(ctx context.Context, resourceID string) (Entity, error) {
 // Scan calls fn for every record in the bucket, in one streaming pass (see store.Scan). A
 // record that does not decode reaches fn with an error wrapping store.ErrCorruptRecord.
 func (c *Client) Scan(ctx context.Context, fn func(Entity, error) error) error {
-	st, err := c.store(ctx)
-	if err != nil {
-		return err
-	}
-	return st.Scan(ctx, func(e store.Entry, err error) error {
-		return fn(Entity{Key: e.Key, Revision: e.Revision, Record: e.Record}, err)
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		st, err := c.store(ctx)
+		if err != nil {
+			return err
+		}
+		return st.Scan(ctx, func(e store.Entry, err error) error {
+			return fn(Entity{Key: e.Key, Revision: e.Revision, Record: e.Record}, err)
+		})
 	})
 }
 

@@ -8,9 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"maintsignals/functions/command"
+	natsconf "maintsignals/infra/nats"
+	"maintsignals/infra/provision"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/embedded"
+	"maintsignals/shared/natsconn"
+	"maintsignals/shared/natsconn/natstest"
 	"maintsignals/test/testenv"
 )
 
@@ -132,5 +139,64 @@ func TestNewCommandIDIsValidAndFresh(t *testing.T) {
 	a, b := client.NewCommandID("maintctl"), client.NewCommandID("maintctl")
 	if a == b || !domain.ValidID(a) || !domain.ValidID(b) {
 		t.Errorf("ids %q %q", a, b)
+	}
+}
+
+// TestSendDeniedFailsAtOnce: on a server with the users of infra/nats, a reader's command is
+// refused at once with a permission error, where an admin's goes through.
+func TestSendDeniedFailsAtOnce(t *testing.T) {
+	op, admin, reader := natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t)
+	users, err := natsconf.NkeyUsers([]natsconf.User{
+		{Name: "operator", Role: natsconf.RoleOperator, Nkey: op.Public},
+		{Name: "admin", Role: natsconf.RoleAdmin, Nkey: admin.Public},
+		{Name: "reader", Role: natsconf.RoleReader, Nkey: reader.Public},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	connect := func(u natstest.User, r natsconf.Role) *client.Client {
+		t.Helper()
+		conn, err := natsconn.Connect(ctx, natsconn.Options{
+			Servers: s.InProcessURL(), NkeyFile: u.SeedFile, InboxPrefix: r.InboxPrefix(), Logger: quiet,
+			Extra: []nats.Option{nats.InProcessServer(s.Server)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.FromConn(conn, client.Options{Logger: quiet})
+		t.Cleanup(c.Close)
+		return c
+	}
+	if _, err := provision.Run(ctx, connect(op, natsconf.RoleOperator).JS, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	ac, rc := connect(admin, natsconf.RoleAdmin), connect(reader, natsconf.RoleReader)
+
+	for name, send := range map[string]func(context.Context) error{
+		"Send": func(ctx context.Context) error { _, err := rc.Send(ctx, cmd("r-1", domain.TaskPending)); return err },
+		"PublishOnly": func(ctx context.Context) error {
+			_, _, err := rc.PublishOnly(ctx, cmd("r-2", domain.TaskPending))
+			return err
+		},
+	} {
+		start := time.Now()
+		err := send(ctx)
+		var pe *natsconn.PermissionError
+		if !errors.Is(err, natsconn.ErrPermissionDenied) || !errors.As(err, &pe) || pe.Op != "publish" || pe.Subject != domain.CommandSubject(domain.MustKey(id)) {
+			t.Errorf("reader %s: %v, want a permission error on the command subject", name, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("reader %s took %s to fail", name, d)
+		}
+	}
+	if seq, _, err := ac.PublishOnly(ctx, cmd("a-1", domain.TaskPending)); err != nil || seq != 1 {
+		t.Errorf("admin PublishOnly: sequence %d, %v", seq, err)
 	}
 }

@@ -37,6 +37,12 @@ func (c *Client) EachEvent(ctx context.Context, resourceID string, fn func(Store
 	if err != nil {
 		return err
 	}
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		return c.eachEvent(ctx, subject, fn)
+	})
+}
+
+func (c *Client) eachEvent(ctx context.Context, subject string, fn func(StoredEvent) error) error {
 	s, err := c.JS.Stream(ctx, domain.EventsStream)
 	if err != nil {
 		return fmt.Errorf("history: %w", notProvisioned(err))
@@ -100,6 +106,7 @@ func eventFilter(resourceID string) (string, error) {
 type Watcher struct {
 	it  jetstream.MessagesContext
 	log *slog.Logger
+	c   *Client
 }
 
 // WatchOptions selects what a Watcher delivers.
@@ -125,7 +132,12 @@ func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 		since := o.Since
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
-	cons, err := c.JS.OrderedConsumer(ctx, domain.EventsStream, cfg)
+	var cons jetstream.Consumer
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		var err error
+		cons, err = c.JS.OrderedConsumer(ctx, domain.EventsStream, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", notProvisioned(err))
 	}
@@ -133,14 +145,26 @@ func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
-	return &Watcher{it: it, log: c.log}, nil
+	return &Watcher{it: it, log: c.log, c: c}, nil
 }
 
 // ErrWatchStopped is returned by Next after Stop.
 var ErrWatchStopped = errors.New("watch stopped")
 
-// Next waits for the next event until ctx ends (returning ctx's error).
+// Next waits for the next event until ctx ends (returning ctx's error). A permission
+// violation of the watch (its pulls, its replies) ends it at once with a
+// *natsconn.PermissionError.
 func (w *Watcher) Next(ctx context.Context) (StoredEvent, error) {
+	var ev StoredEvent
+	err := w.c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		var err error
+		ev, err = w.next(ctx)
+		return err
+	})
+	return ev, err
+}
+
+func (w *Watcher) next(ctx context.Context) (StoredEvent, error) {
 	for {
 		msg, err := w.it.Next(jetstream.NextContext(ctx))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
 )
 
@@ -62,13 +63,30 @@ func Failed(o domain.Outcome) bool {
 // for the outcome event of that very command on maint.evt.<key>. It checks the command first
 // (ErrInvalidCommand). A rejected or dead-lettered command returns the Result and an
 // *OutcomeError; no outcome in time returns the Result so far and an error wrapping
-// ErrNoOutcome (the command is stored and takes effect when a command function runs).
+// ErrNoOutcome (the command is stored and takes effect when a command function runs). When the
+// server does not let this user publish the command or read its outcome, a client of Connect
+// or FromConn fails at once with a *natsconn.PermissionError (errors.Is
+// natsconn.ErrPermissionDenied) instead of waiting for ctx.
 func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) {
 	msg, key, err := c.commandMsg(cmd)
 	if err != nil {
 		return nil, err
 	}
+	var res *Result
+	// The guard covers the subscription to the outcome (its refusal comes asynchronously).
+	err = c.Guard(ctx, domain.EventSubject(key), func(ctx context.Context) error {
+		var err error
+		res, err = c.send(ctx, cmd, msg, key)
+		return err
+	})
+	if pe, ok := err.(*natsconn.PermissionError); ok {
+		// The guard ended the call: its error names the refused subject, not the command.
+		return nil, fmt.Errorf("command %s: %w", cmd.ID, pe)
+	}
+	return res, err
+}
 
+func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, key string) (*Result, error) {
 	// Subscribe before publishing, and make sure the server has the subscription, so that the
 	// outcome cannot slip past.
 	sub, err := c.NC.SubscribeSync(domain.EventSubject(key))
@@ -80,11 +98,8 @@ func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) 
 		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
 	}
 
-	ack, err := c.JS.PublishMsg(ctx, msg)
+	ack, err := c.pub.PublishMsg(ctx, msg)
 	if err != nil {
-		if aerr := c.lastAsyncErr(); aerr != nil {
-			err = fmt.Errorf("%w (last connection error: %w)", err, aerr)
-		}
 		return nil, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
 	}
 	res := &Result{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
@@ -141,22 +156,19 @@ func (c *Client) noOutcome(ctx context.Context, cmd domain.Command, res *Result)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		why = "timed out"
 	}
-	err := fmt.Errorf("%w for command %s (%s) on %s: %s waiting; the command is stored in %s (sequence %d) and takes effect when a command function runs",
+	return fmt.Errorf("%w for command %s (%s) on %s: %s waiting; the command is stored in %s (sequence %d) and takes effect when a command function runs",
 		ErrNoOutcome, cmd.ID, cmd.Task, cmd.ResourceID, why, domain.CommandsStream, res.Seq)
-	if aerr := c.lastAsyncErr(); aerr != nil {
-		err = fmt.Errorf("%w (last connection error: %w)", err, aerr)
-	}
-	return err
 }
 
 // PublishOnly stores a command without waiting for its outcome and returns its stream
-// sequence and whether the stream already held the id.
+// sequence and whether the stream already held the id. A subject this user may not publish to
+// fails at once, as in Send.
 func (c *Client) PublishOnly(ctx context.Context, cmd domain.Command) (uint64, bool, error) {
 	msg, _, err := c.commandMsg(cmd)
 	if err != nil {
 		return 0, false, err
 	}
-	ack, err := c.JS.PublishMsg(ctx, msg)
+	ack, err := c.pub.PublishMsg(ctx, msg)
 	if err != nil {
 		return 0, false, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
 	}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"github.com/spf13/cobra"
+
+	natsconf "maintsignals/infra/nats"
+	"maintsignals/shared/embedded"
+	"maintsignals/shared/natsconn"
+)
+
+// securityFlags are the server-side TLS and users of `up`. Their names differ from the client
+// flags (--tlscert, --nkey, ...) that the other verbs use to connect.
+type securityFlags struct {
+	tlsCert, tlsKey, tlsClientCA string
+	users                        string
+}
+
+func addSecurityFlags(c *cobra.Command, f *securityFlags) {
+	fl := c.Flags()
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "server certificate (PEM) for the NATS listener: clients must then use TLS (tls://) and trust its CA (--tlsca)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "key (PEM) of --tls-cert")
+	fl.StringVar(&f.tlsClientCA, "tls-client-ca", "", "CA certificates (PEM) that sign client certificates: mutual TLS, clients need --tlscert/--tlskey (needs --tls-cert)")
+	fl.StringVar(&f.users, "users", "", `JSON file of the only NATS users accepted, each with its role's permissions: [{"name":"alice","role":"admin","nkey":"U…"}] (roles: operator, admin, updater, function, reader)`)
+}
+
+// clientFlags are the global flags of the verbs that connect as clients; `up` is a server and
+// refuses them, so that --tlscert is not taken for --tls-cert.
+var clientFlags = []string{"creds", "nkey", "tlscert", "tlskey", "tlsca", "inbox-prefix"}
+
+// refuseClientFlags fails when a client connection flag was given to a server command.
+func refuseClientFlags(cmd *cobra.Command) error {
+	for _, name := range clientFlags {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s is a client flag: `%s` runs the server; its TLS is --tls-cert, --tls-key and --tls-client-ca, its users --users", name, cmd.CommandPath())
+		}
+	}
+	return nil
+}
+
+// Names of the users `up` adds for its own connections when --users is given. Their keys are
+// made at each start and kept in memory only.
+const (
+	upOperatorUser = "maintctl-up-operator"
+	upFunctionUser = "maintctl-up-function"
+)
+
+// upSecurity is what the security flags of `up` amount to; the zero value is no TLS and no
+// authentication.
+type upSecurity struct {
+	tls    *tls.Config
+	mutual bool
+	// users are the users of --users; nkeys every user the server accepts, up's own included.
+	users []natsconf.User
+	nkeys []*server.NkeyUser
+	// operator provisions and function runs the functions: up's own throwaway keys, nil
+	// without --users.
+	operator, function nkeys.KeyPair
+}
+
+func (s *upSecurity) enabled() bool { return s.tls != nil || s.nkeys != nil }
+
+// load reads the TLS files and the users file of the flags.
+func (f securityFlags) load() (*upSecurity, error) {
+	sec := &upSecurity{}
+	switch {
+	case f.tlsCert == "" && f.tlsKey == "" && f.tlsClientCA != "":
+		return nil, errors.New("--tls-client-ca needs --tls-cert and --tls-key: mutual TLS is TLS first")
+	case (f.tlsCert == "") != (f.tlsKey == ""):
+		return nil, errors.New("--tls-cert and --tls-key go together: give both, or neither")
+	case f.tlsCert != "":
+		c, err := embedded.ServerTLS(f.tlsCert, f.tlsKey, f.tlsClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key/--tls-client-ca: %w", err)
+		}
+		sec.tls, sec.mutual = c, f.tlsClientCA != ""
+	}
+	if f.users == "" {
+		return sec, nil
+	}
+	users, err := readUsers(f.users)
+	if err != nil {
+		return nil, err
+	}
+	sec.users = users
+	all := append([]natsconf.User(nil), users...)
+	for _, own := range []struct {
+		name string
+		role natsconf.Role
+		kp   *nkeys.KeyPair
+	}{{upOperatorUser, natsconf.RoleOperator, &sec.operator}, {upFunctionUser, natsconf.RoleFunction, &sec.function}} {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, fmt.Errorf("create a key for %s: %w", own.name, err)
+		}
+		pub, err := kp.PublicKey()
+		if err != nil {
+			return nil, fmt.Errorf("create a key for %s: %w", own.name, err)
+		}
+		*own.kp = kp
+		all = append(all, natsconf.User{Name: own.name, Role: own.role, Nkey: pub})
+	}
+	if sec.nkeys, err = natsconf.NkeyUsers(all); err != nil {
+		return nil, fmt.Errorf("--users %s: %w", f.users, err)
+	}
+	return sec, nil
+}
+
+// userJSON is one entry of the --users file.
+type userJSON struct {
+	Name string        `json:"name"`
+	Role natsconf.Role `json:"role"`
+	Nkey string        `json:"nkey"`
+}
+
+// readUsers reads a --users file: the users with their public keys (never a seed).
+func readUsers(path string) ([]natsconf.User, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--users: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var entries []userJSON
+	if err := dec.Decode(&entries); err != nil {
+		return nil, fmt.Errorf(`--users %s: %w (want [{"name":"alice","role":"admin","nkey":"U…"}])`, path, err)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("--users %s lists no user", path)
+	}
+	users := make([]natsconf.User, len(entries))
+	for i, e := range entries {
+		switch {
+		case e.Name == upOperatorUser || e.Name == upFunctionUser:
+			return nil, fmt.Errorf("--users %s: the name %q is kept for up's own connections: use another", path, e.Name)
+		case strings.HasPrefix(e.Nkey, "S"):
+			return nil, fmt.Errorf("--users %s: user %q: nkey must be the public key (U…), never the seed: give the seed only to the user, and rotate this one", path, e.Name)
+		}
+		users[i] = natsconf.User(e)
+	}
+	return users, nil
+}
+
+// describe says, for people, how the server is secured.
+func (s *upSecurity) describe() []string {
+	var out []string
+	switch {
+	case s.mutual:
+		out = append(out, "TLS: mutual (clients need --tlsca and a client certificate signed by --tls-client-ca: --tlscert, --tlskey)")
+	case s.tls != nil:
+		out = append(out, "TLS: on (clients need --tlsca with the CA of --tls-cert)")
+	}
+	if s.nkeys != nil {
+		names := make([]string, len(s.users))
+		for i, u := range s.users {
+			names[i] = fmt.Sprintf("%s (%s)", u.Name, u.Role)
+		}
+		out = append(out, fmt.Sprintf("users: %s; up's own connections use throwaway keys (%s, %s)",
+			strings.Join(names, ", "), upOperatorUser, upFunctionUser))
+	}
+	return out
+}
+
+// clientHint is what a client adds to its command line to reach this server.
+func (s *upSecurity) clientHint() string {
+	var h string
+	if s.tls != nil {
+		h += " --tlsca CA.pem"
+	}
+	if s.mutual {
+		h += " --tlscert CLIENT.crt --tlskey CLIENT.key"
+	}
+	if s.nkeys != nil {
+		h += " --nkey ADMIN.nk --inbox-prefix " + natsconf.RoleAdmin.InboxPrefix()
+	}
+	return h
+}
+
+// warnExposure warns when NATS listens beyond loopback without TLS or without authentication.
+func (a *app) warnExposure(s *upSecurity, listen string) {
+	switch {
+	case s.tls == nil && s.nkeys == nil:
+		a.log.Warn("NATS listens beyond loopback without authentication or TLS: anyone who reaches it may send commands (see --users and --tls-cert)", "listen", listen)
+	case s.nkeys == nil:
+		a.log.Warn("NATS listens beyond loopback without authentication: anyone who reaches it may send commands (see --users)", "listen", listen)
+	case s.tls == nil:
+		a.log.Warn("NATS listens beyond loopback without TLS: commands and records cross the network in clear (see --tls-cert)", "listen", listen)
+	}
+}
+
+// connectInProcess opens one of up's own in-process connections (never TLS: nothing crosses a
+// wire), as user kp of role when the server has users.
+func (a *app) connectInProcess(ctx context.Context, srv *embedded.Server, name string, kp nkeys.KeyPair, role natsconf.Role) (*natsconn.Conn, error) {
+	o := natsconn.Options{
+		Servers: srv.InProcessURL(),
+		Name:    name,
+		Logger:  a.log,
+		Extra:   []nats.Option{nats.InProcessServer(srv.Server)},
+	}
+	if kp != nil {
+		opt, err := natsconn.KeyPair(kp)
+		if err != nil {
+			return nil, err
+		}
+		o.Extra = append(o.Extra, opt)
+		o.InboxPrefix = role.InboxPrefix()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return natsconn.Connect(ctx, o)
+}
