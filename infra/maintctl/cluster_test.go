@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maintsignals/test/testenv"
 	"net"
 	"os"
 	"path/filepath"
@@ -137,7 +138,7 @@ func TestPlanCluster_Ports(t *testing.T) {
 	}
 	defer ln.Close()
 	busy := ln.Addr().(*net.TCPAddr).Port
-	free := []int{freePort(t), freePort(t), freePort(t)}
+	free := []int{testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)}
 	saved := &clusterLayout{Nodes: 3, Host: "127.0.0.1", ClientPorts: free, RoutePorts: []int{free[0], free[1], busy}}
 	_, _, err = planCluster("127.0.0.1", 0, 3, saved)
 	if err == nil || !strings.Contains(err.Error(), "node 2 route port") || !strings.Contains(err.Error(), strconv.Itoa(busy)) {

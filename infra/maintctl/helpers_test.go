@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
-	"net"
+	"maintsignals/test/testenv"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +16,6 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/embedded"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // stack is an embedded server on a loopback port, provisioned, optionally with a command
 // function running in the test process.
@@ -64,7 +33,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 	t.Helper()
 	// embedded.Config.Listen with port 0 would listen on nats-server's default 4222, so the
 	// test picks a free port itself.
-	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	s, err := embedded.Start(embedded.Config{Name: "maintctl-test", StoreDir: t.TempDir(), Listen: listen})
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
@@ -139,7 +108,7 @@ func (c *cli) run(args ...string) result {
 }
 
 func (c *cli) runCtx(ctx context.Context, args ...string) result {
-	var out, errOut syncBuffer
+	var out, errOut testenv.SyncBuffer
 	err := run(ctx, args, c.getenv, &out, &errOut)
 	return result{stdout: out.String(), stderr: errOut.String(), err: err}
 }
@@ -177,7 +146,7 @@ func mustContain(t *testing.T, what, s string, subs ...string) {
 
 // upRun is a `maintctl up` running in-process.
 type upRun struct {
-	out, errOut *syncBuffer
+	out, errOut *testenv.SyncBuffer
 	stop        func() result // interrupts it and returns what it produced
 }
 
@@ -186,7 +155,7 @@ type upRun struct {
 func startUpInProcess(t *testing.T, c *cli, ready time.Duration, args ...string) *upRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	u := &upRun{out: &syncBuffer{}, errOut: &syncBuffer{}}
+	u := &upRun{out: &testenv.SyncBuffer{}, errOut: &testenv.SyncBuffer{}}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, c.getenv, u.out, u.errOut) }()
 	stopped := false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maintsignals/test/testenv"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -294,13 +295,13 @@ func TestWatch_PrintsLiveEventsUntilInterrupted(t *testing.T) {
 	c := newCLI(t, s)
 
 	type watch struct {
-		out, errOut *syncBuffer
+		out, errOut *testenv.SyncBuffer
 		done        chan error
 		cancel      context.CancelFunc
 	}
 	startWatch := func(args ...string) *watch {
 		ctx, cancel := context.WithCancel(context.Background())
-		w := &watch{out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
+		w := &watch{out: &testenv.SyncBuffer{}, errOut: &testenv.SyncBuffer{}, done: make(chan error, 1), cancel: cancel}
 		go func() { w.done <- run(ctx, args, c.getenv, w.out, w.errOut) }()
 		waitFor(t, "watch to start", 10*time.Second, func() bool { return strings.Contains(w.errOut.String(), "watching outcome events") })
 		return w
@@ -372,9 +373,9 @@ func TestFunctionCommand_ServesUntilInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	var errOut syncBuffer
+	var errOut testenv.SyncBuffer
 	go func() {
-		done <- run(ctx, []string{"function", "command", "--log-format", "json"}, c.getenv, &syncBuffer{}, &errOut)
+		done <- run(ctx, []string{"function", "command", "--log-format", "json"}, c.getenv, &testenv.SyncBuffer{}, &errOut)
 	}()
 
 	out := c.ok("pending", "--timeout", "15s", testID)
@@ -401,9 +402,9 @@ func TestFunctionEmitter_StartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	var errOut syncBuffer
+	var errOut testenv.SyncBuffer
 	go func() {
-		done <- run(ctx, []string{"function", "emitter", "--retention", "1h", "--pucm"}, c.getenv, &syncBuffer{}, &errOut)
+		done <- run(ctx, []string{"function", "emitter", "--retention", "1h", "--pucm"}, c.getenv, &testenv.SyncBuffer{}, &errOut)
 	}()
 	waitFor(t, "the emitter to start", 10*time.Second, func() bool { return strings.Contains(errOut.String(), "function started") })
 	cancel()

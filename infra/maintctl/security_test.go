@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maintsignals/test/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -301,7 +302,7 @@ func TestFunction_ConnectsWithTLSAndNkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(freePort(t)), TLS: tlsConf, Nkeys: nk})
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), TLS: tlsConf, Nkeys: nk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,9 +328,9 @@ func TestFunction_ConnectsWithTLSAndNkey(t *testing.T) {
 	fctx, fcancel := context.WithCancel(context.Background())
 	defer fcancel()
 	done := make(chan error, 1)
-	var errOut syncBuffer
+	var errOut testenv.SyncBuffer
 	go func() {
-		done <- run(fctx, []string{"function", "command"}, fnCLI.getenv, &syncBuffer{}, &errOut)
+		done <- run(fctx, []string{"function", "command"}, fnCLI.getenv, &testenv.SyncBuffer{}, &errOut)
 	}()
 
 	c := newCLI(t, nil)

@@ -81,33 +81,15 @@ var ErrInvalidConfig = errors.New("invalid provisioning config")
 // WithDefaults fills zero fields from DefaultConfig and validates the result.
 func (c Config) WithDefaults() (Config, error) {
 	d := DefaultConfig()
-	if c.Replicas == 0 {
-		c.Replicas = d.Replicas
-	}
-	if c.Partitions == 0 {
-		c.Partitions = d.Partitions
-	}
-	if c.Tick == 0 {
-		c.Tick = d.Tick
-	}
-	if c.EventsMaxAge == 0 {
-		c.EventsMaxAge = d.EventsMaxAge
-	}
-	if c.CommandsMaxAge == 0 {
-		c.CommandsMaxAge = d.CommandsMaxAge
-	}
-	if c.DLQMaxAge == 0 {
-		c.DLQMaxAge = d.DLQMaxAge
-	}
-	if c.DuplicateWindow == 0 {
-		c.DuplicateWindow = d.DuplicateWindow
-	}
-	if c.AckWait == 0 {
-		c.AckWait = d.AckWait
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = d.MaxDeliver
-	}
+	orDefault(&c.Replicas, d.Replicas)
+	orDefault(&c.Partitions, d.Partitions)
+	orDefault(&c.Tick, d.Tick)
+	orDefault(&c.EventsMaxAge, d.EventsMaxAge)
+	orDefault(&c.CommandsMaxAge, d.CommandsMaxAge)
+	orDefault(&c.DLQMaxAge, d.DLQMaxAge)
+	orDefault(&c.DuplicateWindow, d.DuplicateWindow)
+	orDefault(&c.AckWait, d.AckWait)
+	orDefault(&c.MaxDeliver, d.MaxDeliver)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
@@ -121,6 +103,14 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	}
 	return c, nil
+}
+
+// orDefault sets *v to d when it is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // Action is what provisioning did to one resource.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maintsignals/test/testenv"
 	"path/filepath"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // TestDLQOnACleanStack lists the dead letters of a fresh stack (none, exit 0) and refuses to
 // replay one that does not exist.
 func TestDLQOnACleanStack(t *testing.T) {
-	up := startUp(t, freePort(t), filepath.Join(t.TempDir(), "data"))
+	up := startUp(t, testenv.FreePort(t), filepath.Join(t.TempDir(), "data"))
 
 	mustContain(t, "dlq list", ok(t, up.URL, "dlq", "list"), "no dead letter")
 	out := ok(t, up.URL, "dlq", "list", "-o", "json")

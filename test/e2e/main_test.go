@@ -8,14 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"maintsignals/test/testenv"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,49 +27,14 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "maintctl-e2e-")
+	b, remove, err := testenv.BuildMaintctl()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "maintctl")
-	goCmd := "go"
-	if gr := os.Getenv("GOROOT"); gr != "" {
-		if p := filepath.Join(gr, "bin", "go"); fileExists(p) {
-			goCmd = p
-		}
-	}
-	build := exec.Command(goCmd, "build", "-o", bin, "maintsignals/infra/maintctl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: go build maintctl:", err)
-		return 1
-	}
+	defer remove()
+	bin = b
 	return m.Run()
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// syncBuffer collects a subprocess's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // baseEnv is the environment of every subprocess: the test's, without anything that would
@@ -87,22 +50,12 @@ func baseEnv() []string {
 	return append(env, "USER=e2e-sre")
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // upProc is a running `maintctl up`.
 type upProc struct {
 	t           *testing.T
 	cmd         *exec.Cmd
 	URL         string
-	out, errOut *syncBuffer
+	out, errOut *testenv.SyncBuffer
 	exited      chan struct{}
 	waitErr     error
 }
@@ -112,7 +65,7 @@ var listenRE = regexp.MustCompile(`listening on (nats://127\.0\.0\.1:\d+)`)
 // startUp runs `maintctl up` on port and data and waits until it is ready.
 func startUp(t *testing.T, port int, data string) *upProc {
 	t.Helper()
-	p := &upProc{t: t, out: &syncBuffer{}, errOut: &syncBuffer{}, exited: make(chan struct{})}
+	p := &upProc{t: t, out: &testenv.SyncBuffer{}, errOut: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "up",
 		"--listen", "127.0.0.1:"+strconv.Itoa(port),
 		"--data", data,

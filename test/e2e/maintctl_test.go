@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maintsignals/test/testenv"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -63,7 +64,7 @@ func history(t *testing.T, url, id string) []event {
 
 func TestUpVerbsAndRestart(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	up := startUp(t, port, data)
 	mustContain(t, "up output", up.out.String(), "provisioned:", "MAINT_COMMANDS", "created", "metrics: http://127.0.0.1:")
 	url := up.URL
@@ -130,7 +131,7 @@ func TestUpVerbsAndRestart(t *testing.T) {
 // TestRawNATSPublish publishes a command with nats.go alone, as an integrator would, and sees
 // its effect with maintctl.
 func TestRawNATSPublish(t *testing.T) {
-	up := startUp(t, freePort(t), filepath.Join(t.TempDir(), "data"))
+	up := startUp(t, testenv.FreePort(t), filepath.Join(t.TempDir(), "data"))
 	const (
 		id = "/Subscriptions/raw/resourceGroups/rg-2/providers/Microsoft.RedHatOpenShift/openShiftClusters/raw-1"
 		// The key, worked out by hand from SPEC §3: lower-cased, leading "/" dropped, "." as =2e.

@@ -3,9 +3,8 @@ package fault
 import (
 	"flag"
 	"fmt"
+	"maintsignals/test/testenv"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -27,29 +26,12 @@ func buildAndRun(m *testing.M) int {
 		bin = prebuilt
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "maintctl-fault-")
+	b, remove, err := testenv.BuildMaintctl()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fault:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "maintctl")
-	goCmd := "go"
-	if gr := os.Getenv("GOROOT"); gr != "" {
-		if p := filepath.Join(gr, "bin", "go"); fileExists(p) {
-			goCmd = p
-		}
-	}
-	build := exec.Command(goCmd, "build", "-o", bin, "maintsignals/infra/maintctl")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "fault: go build maintctl:", err)
-		return 1
-	}
+	defer remove()
+	bin = b
 	return m.Run()
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

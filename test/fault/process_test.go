@@ -342,7 +342,7 @@ func bucketStates(t *testing.T, js jetstream.JetStream) map[string]string {
 func TestProcess_StackRestartedOnSameStore(t *testing.T) {
 	needBinary(t)
 	r := otlpreceiver.Start(t)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	upArgs := []string{"up", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data", t.TempDir(), "--tick", tick.String(), "--metrics-listen", ""}
 	up := startProc(t, "up-1", commandEnv(r, "up-1"), upArgs...)

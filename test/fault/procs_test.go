@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,17 +324,6 @@ func stateAttr(s domain.State) string {
 		return "customer_action_needed"
 	}
 	return "?" + string(s)
-}
-
-// freePort is a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // connectURL opens a TCP client connection that reconnects for ever, closed at cleanup.
