@@ -97,13 +97,11 @@ does not name it), the task, the command id, how many times it was delivered and
 		Example: "  maintctl dlq list\n  maintctl dlq list -o json | jq -r '.[] | \"\\(.seq) \\(.reason)\"'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), readTimeout)
-			defer cancel()
-			cl, err := a.connect(ctx, 0)
+			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
+			defer done()
 			var letters []dlq.Letter
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
@@ -182,13 +180,11 @@ exit status 1; the other ones are replayed all the same.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), readTimeout)
-			defer cancel()
-			cl, err := a.connect(ctx, 0)
+			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
+			defer done()
 			// A denied publish or delete fails at once instead of waiting for the timeout.
 			return cl.Guard(ctx, ">", func(ctx context.Context) error {
 				return a.replay(ctx, cl.JS, seqs, all)

@@ -110,13 +110,11 @@ entity never seen is in state None.`,
 			if _, err := domain.Key(args[0]); err != nil {
 				return fmt.Errorf("RESOURCE-ID %q: %w", args[0], err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), readTimeout)
-			defer cancel()
-			cl, err := a.connect(ctx, 0)
+			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
+			defer done()
 			e, err := cl.Get(ctx, args[0])
 			if err != nil {
 				return err
@@ -245,13 +243,11 @@ and message, the reason and whether it was forced.`,
 			if _, err := domain.Key(args[0]); err != nil {
 				return fmt.Errorf("RESOURCE-ID %q: %w", args[0], err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), readTimeout)
-			defer cancel()
-			cl, err := a.connect(ctx, 0)
+			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
+			defer done()
 			evs, err := cl.History(ctx, args[0])
 			if err != nil {
 				return err

@@ -233,6 +233,17 @@ func (a *app) natsOptions(name string, timeout time.Duration) natsconn.Options {
 	return o
 }
 
+// session connects to --server for one command bounded by timeout; done closes both.
+func (a *app) session(parent context.Context, timeout time.Duration) (context.Context, *client.Client, func(), error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	cl, err := a.connect(ctx, 0)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, cl, func() { cl.Close(); cancel() }, nil
+}
+
 // connect connects to --server with the credentials and TLS of the flags, with advice when it
 // cannot.
 func (a *app) connect(ctx context.Context, timeout time.Duration) (*client.Client, error) {

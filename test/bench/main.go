@@ -74,27 +74,12 @@ var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 1
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	dir, err := os.MkdirTemp("", "maint-bench-")
+	srv, err := startServer(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0"})
-	if err != nil {
-		return err
-	}
-	defer srv.Stop()
-	// Clients connect over loopback TCP, as deployed functions do.
-	connect := func() (*nats.Conn, error) { return nats.Connect(srv.URL()) }
-	nc, err := connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
-		return err
-	}
+	defer srv.stop()
+	nc, js, connect := srv.nc, srv.js, srv.connect
 
 	raw, err := rawGetUpdate(ctx, js, 4, s.rawDuration)
 	if err != nil {
@@ -207,29 +192,51 @@ func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out
 	return f, nil
 }
 
+// server is an embedded server, provisioned, and a client connection to it.
+type server struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	connect func() (*nats.Conn, error)
+	stop    func()
+}
+
+// startServer starts a provisioned embedded server on a loopback port: clients connect over
+// TCP, as deployed functions do.
+func startServer(ctx context.Context, syncAlways bool) (*server, error) {
+	dir, err := os.MkdirTemp("", "maint-bench-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: syncAlways})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	connect := func() (*nats.Conn, error) { return nats.Connect(srv.URL()) }
+	stop := func() { srv.Stop(); os.RemoveAll(dir) }
+	nc, err := connect()
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
+		nc.Close()
+		stop()
+		return nil, err
+	}
+	return &server{nc: nc, js: js, connect: connect, stop: func() { nc.Close(); stop() }}, nil
+}
+
 // benchSyncAlways measures the same on a server that syncs to disk before acknowledging each
 // write (the setting of `maintctl up` and of the production configuration), to show its cost.
 func benchSyncAlways(ctx context.Context, s sizes, raw, tp float64, out io.Writer) error {
-	dir, err := os.MkdirTemp("", "maint-bench-sync-")
+	srv, err := startServer(ctx, true)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true})
-	if err != nil {
-		return err
-	}
-	defer srv.Stop()
-	connect := func() (*nats.Conn, error) { return nats.Connect(srv.URL()) }
-	nc, err := connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
-		return err
-	}
+	defer srv.stop()
+	nc, js, connect := srv.nc, srv.js, srv.connect
 	rawSync, err := rawGetUpdate(ctx, js, 4, s.rawDuration)
 	if err != nil {
 		return err
