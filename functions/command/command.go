@@ -78,7 +78,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		if err != nil {
 			return fmt.Errorf("read last outcome: %w", err)
 		}
-		if ok && last.CommandSeq == msg.Seq {
+		if ok && last.CommandSeq == msg.Seq && last.CommandID == cmd.ID {
 			d.log().Info("redelivered command already has its outcome", "key", key, "command_id", cmd.ID, "outcome", last.Outcome)
 			return nil
 		}
@@ -92,7 +92,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 	for range maxConflicts {
 		rec, rev, err := d.Records.Get(ctx, key)
 		if err != nil {
-			return fmt.Errorf("read record: %w", err)
+			return readError(err)
 		}
 		// A redelivery of the command that was applied last: the write happened, the event may
 		// not have. Publish the very same event again; the events stream keeps one copy.
@@ -105,8 +105,9 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		// Commands of an entity are handled in stream order, so an older one was handled
 		// already and its outcome published before it was acked: a consumer that redelivers it
 		// (after a leader change) must not have it judged again against a newer state. A first
-		// delivery with a lower sequence means the stream was recreated: handle it.
-		if msg.Delivered > 1 && msg.Seq < rec.LastCommandSeq {
+		// delivery with a lower sequence, or a later stored time, means the stream was
+		// recreated: handle it.
+		if msg.Delivered > 1 && msg.Seq < rec.LastCommandSeq && !msg.Time.After(rec.LastCommandAt) {
 			d.log().Info("stale redelivery of a command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq, "last_seq", rec.LastCommandSeq)
 			return nil
 		}
@@ -117,7 +118,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 				Revision: rev, At: now().UTC(), Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, CommandSeq: msg.Seq,
 			}
 			d.Metrics.command(ctx, domain.OutcomeDuplicate, "")
-			return d.publish(ctx, key, fmt.Sprintf("%s:dup:%d", cmd.ID, msg.Seq), ev)
+			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", ev)
 		}
 		at := now().UTC()
 		next, tr, rej := domain.Apply(rec, cmd, at)
@@ -126,12 +127,12 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		}
 		ev := domain.Event{
 			CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeApplied,
-			From: tr.From, To: tr.To, At: at, Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, CommandSeq: msg.Seq,
+			From: tr.From, To: tr.To, At: at, Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, Error: cmd.Error, CommandSeq: msg.Seq,
 		}
 		if tr.Forced {
 			ev.Message = "forced: the update in progress was abandoned"
 		}
-		next.LastCommandID, next.LastCommandSeq = cmd.ID, msg.Seq
+		next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, msg.Seq, msg.Time
 		next.Remember(cmd.ID)
 		next.LastEvent = &ev
 		newRev, err := d.Records.Put(ctx, key, next, rev)
@@ -191,7 +192,7 @@ func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd d
 		if err == nil {
 			state, rev = rec.State, r
 		} else if !errors.Is(err, jetstream.ErrInvalidKey) {
-			return fmt.Errorf("read record: %w", err)
+			return readError(err)
 		}
 	}
 	ev := domain.Rejected(cmd, state, rej, at)
@@ -210,24 +211,44 @@ func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string)
 	if cmd.ID == "" {
 		cmd.ID = msg.Header.Get(domain.HeaderMsgID)
 	}
-	if rec, rev, err := d.Records.Get(ctx, key); err == nil && rec.LastCommandSeq == msg.Seq && rec.LastEvent != nil {
-		ev := *rec.LastEvent
-		ev.Revision = rev
-		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+	// The record is read if it can be (often it cannot: that is why the command is here). A
+	// state that cannot be read is reported as "" rather than guessed.
+	var state domain.State
+	var rev uint64
+	if rec, r, err := d.Records.Get(ctx, key); err == nil {
+		if rec.LastCommandSeq == msg.Seq && rec.LastCommandID == cmd.ID && rec.LastEvent != nil {
+			ev := *rec.LastEvent
+			ev.Revision = r
+			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+		}
+		state, rev = rec.State, r
 	}
 	ev := domain.Event{
 		CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDeadLettered,
+		From: state, To: state, Revision: rev,
 		Message: reason, At: d.clock()().UTC(), Actor: cmd.Actor, Force: cmd.Force, CommandSeq: msg.Seq,
 	}
 	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
 }
 
-// eventMsgID is the de-duplication id of a command's outcome event: the command id, or the
-// command's stream sequence when the body had no readable id.
+// readError classifies a failed record read: a record that does not decode will not decode on
+// a retry either (dead-letter it with the reason, an operator must repair the record); anything
+// else is worth retrying.
+func readError(err error) error {
+	if errors.Is(err, store.ErrCorruptRecord) {
+		return runtime.Permanent(fmt.Errorf("read record: %w", err))
+	}
+	return fmt.Errorf("read record: %w", err)
+}
+
+// eventMsgID is the de-duplication id of a command's outcome event: the command id and its
+// stream sequence, the same on every redelivery of that stored command (so the events stream
+// keeps one copy) and different for a copy of the command stored again later. A body without a
+// readable id is named by its sequence alone.
 func eventMsgID(commandID string, seq uint64) string {
 	if domain.ValidID(commandID) {
-		return commandID
+		return commandID + ":" + strconv.FormatUint(seq, 10)
 	}
 	return "seq-" + strconv.FormatUint(seq, 10)
 }

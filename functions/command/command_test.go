@@ -44,6 +44,9 @@ func TestHandle_AppliesCommandsAndPublishesOneEventEach(t *testing.T) {
 	if rec.Window == nil || !rec.Window.Start.Equal(start) || rec.Reason != "PUCM" {
 		t.Errorf("announced window/reason lost: %+v %q", rec.Window, rec.Reason)
 	}
+	if evs[2].Error != "etcd quorum lost" {
+		t.Errorf("the UpdateFailed outcome does not carry its error for the audit: %+v", evs[2])
+	}
 	if evs[2].Revision != rev {
 		t.Errorf("last event revision %d, record revision %d", evs[2].Revision, rev)
 	}
@@ -263,5 +266,23 @@ func TestHandle_RecreatedCommandsStreamStillApplies(t *testing.T) {
 	send(t, env.JS, domain.Command{ID: "after-reset", ResourceID: cluster, Task: domain.TaskEverything})
 	if ev := events(t, env.JS, key, 1)[0]; ev.Outcome != domain.OutcomeApplied || ev.To != domain.StatePlanned {
 		t.Fatalf("event %+v: a command on a recreated stream must be handled", ev)
+	}
+}
+
+func TestHandle_CorruptRecordIsDeadLetteredAtOnce(t *testing.T) {
+	env := testenv.Start(t)
+	key := domain.MustKey(cluster)
+	kv, err := env.JS.KeyValue(context.Background(), domain.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), key, []byte("{not a record")); err != nil {
+		t.Fatal(err)
+	}
+	startReplicas(t, env, 1, command.Config{})
+	send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskPending})
+	ev := events(t, env.JS, key, 1)[0]
+	if ev.Outcome != domain.OutcomeDeadLettered || !strings.Contains(ev.Message, "corrupt record") || strings.Contains(ev.Message, "gave up") {
+		t.Fatalf("event %+v, want dead-lettered at once for the corrupt record", ev)
 	}
 }

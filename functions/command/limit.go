@@ -10,7 +10,8 @@ import (
 )
 
 // Limiter admits commands per entity: a flood of commands for one entity is refused cheaply
-// (no read, no write) so that it cannot hold up the other entities of its partition for long.
+// (one read for the state the refusal reports, no write) so that it cannot hold up the other
+// entities of its partition for long.
 // Each replica keeps its own buckets, so the fleet-wide limit is the per-replica one times the
 // number of replicas.
 type Limiter struct {

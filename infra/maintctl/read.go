@@ -284,6 +284,8 @@ func writeEventRow(w io.Writer, ev domain.Event, withID bool) {
 		detail = rejectionText(ev)
 	case ev.Message != "":
 		detail = ev.Message
+	case ev.Error != "":
+		detail = "update failed: " + ev.Error
 	}
 	id := ""
 	if withID {

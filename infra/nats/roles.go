@@ -106,6 +106,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			consume(domain.ScheduleStream, "emitter"),
 			// The command function finds the partition consumers that provisioning created.
 			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream},
+			// A redelivered command checks whether its outcome is already out (the last event
+			// of its entity); a lone emitter reads the tick interval from the schedule.
+			getOnly(domain.EventsStream), getOnly(domain.ScheduleStream),
 		)
 	case RoleReader:
 		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream))
@@ -152,6 +155,16 @@ func readStream(s string) []string {
 
 // consume is what serving the provisioned durable consumer(s) c of stream s takes: find them,
 // pull, and ack, nak, term or signal progress. Nothing here creates or changes a consumer.
+// getOnly lets a role read single messages of a stream, without consumers of its own.
+func getOnly(s string) []string {
+	return []string{
+		api + "STREAM.INFO." + s,
+		api + "STREAM.MSG.GET." + s,
+		api + "DIRECT.GET." + s,
+		api + "DIRECT.GET." + s + ".>",
+	}
+}
+
 func consume(s, c string) []string {
 	return []string{
 		api + "STREAM.INFO." + s,

@@ -251,8 +251,10 @@ func Consumers(c Config) []StreamConsumer {
 			// One command in flight per partition: per-entity order with any number of replicas.
 			MaxAckPending: 1,
 			AckWait:       c.AckWait,
-			// One more than the runtime's budget so the runtime, not the server, has the last word.
-			MaxDeliver: c.MaxDeliver + 1,
+			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
+			// budget, and keeps trying while the dead letter itself cannot be written), so the
+			// server never drops a command silently.
+			MaxDeliver: -1,
 			Replicas:   c.Replicas,
 		}})
 	}

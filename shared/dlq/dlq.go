@@ -13,6 +13,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
+	"maintsignals/shared/signing"
 )
 
 // HeaderReplayOf marks a replayed command with the dead-letter sequence it came from.
@@ -93,6 +94,12 @@ func Replay(ctx context.Context, js jetstream.JetStream, seq uint64) (*jetstream
 	out := nats.NewMsg(domain.CommandSubject(domain.KeyFromSubject(raw.Subject)))
 	out.Data = raw.Data
 	out.Header.Set(HeaderReplayOf, strconv.FormatUint(seq, 10))
+	// A signed command stays signed: the signature covers the body, which is unchanged.
+	for _, h := range []string{signing.HeaderSigner, signing.HeaderSignature} {
+		if v := raw.Header.Get(h); v != "" {
+			out.Header.Set(h, v)
+		}
+	}
 	ack, err := js.PublishMsg(ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("replay %d: %w", seq, err)

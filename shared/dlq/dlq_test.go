@@ -14,6 +14,7 @@ import (
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
+	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
@@ -135,5 +136,31 @@ func waitOutcomes(t *testing.T, env *testenv.Env, key string, n int) []domain.Ev
 			t.Fatalf("%d outcomes, want %d", len(evs), n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestReplay_KeepsTheSignature(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	key := domain.MustKey(cluster)
+	m := testenv.CommandMsg(domain.Command{ID: "signed-1", ResourceID: cluster, Task: domain.TaskPending})
+	m.Subject = domain.DLQSubject(key)
+	m.Header.Set(signing.HeaderSigner, "UABC")
+	m.Header.Set(signing.HeaderSignature, "c2ln")
+	ack, err := env.JS.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := dlq.Replay(ctx, env.JS, ack.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := env.JS.Stream(ctx, domain.CommandsStream)
+	got, err := s.GetMsg(ctx, sent.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Header.Get(signing.HeaderSigner) != "UABC" || got.Header.Get(signing.HeaderSignature) != "c2ln" || string(got.Data) != string(m.Data) {
+		t.Fatalf("replayed command lost its signature or body: %v %s", got.Header, got.Data)
 	}
 }

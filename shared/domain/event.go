@@ -25,14 +25,16 @@ type Event struct {
 	Outcome    Outcome   `json:"outcome"`
 	From       State     `json:"from"`
 	To         State     `json:"to"`
-	Code       Code      `json:"code,omitempty"`
-	Message    string    `json:"message,omitempty"`
-	Target     string    `json:"target,omitempty"`
+	Code       Code      `json:"code"`
+	Message    string    `json:"message"`
+	Target     string    `json:"target"`
 	Revision   uint64    `json:"revision"`
 	At         time.Time `json:"at"`
-	Actor      string    `json:"actor,omitempty"`
+	Actor      string    `json:"actor"`
 	Force      bool      `json:"force"`
 	Reason     string    `json:"reason,omitempty"`
+	// Error is the error text an UpdateFailed command reported (for the audit history).
+	Error string `json:"error,omitempty"`
 	// CommandSeq is the command's sequence in MAINT_COMMANDS.
 	CommandSeq uint64 `json:"commandSeq,omitempty"`
 }
@@ -60,6 +62,6 @@ func Rejected(c Command, state State, rej *Rejection, at time.Time) Event {
 	return Event{
 		CommandID: c.ID, ResourceID: c.ResourceID, Task: c.Task, Outcome: OutcomeRejected,
 		From: state, To: state, Code: rej.Code, Message: rej.Message, Target: rej.Target,
-		At: at, Actor: c.Actor, Force: c.Force, Reason: c.Reason,
+		At: at, Actor: c.Actor, Force: c.Force, Reason: c.Reason, Error: c.Error,
 	}
 }

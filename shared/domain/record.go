@@ -29,6 +29,10 @@ type Record struct {
 	LastCommandSeq uint64    `json:"lastCommandSeq"`
 	Version        int       `json:"version"`
 
+	// LastCommandAt is when the commands stream stored the last applied command: with its
+	// sequence, it tells a stale redelivery from a command of a recreated stream.
+	LastCommandAt time.Time `json:"lastCommandAt,omitzero"`
+
 	// RecentCommandIDs are the ids of the last applied commands, newest last.
 	RecentCommandIDs []string `json:"recentCommandIds,omitempty"`
 	// LastEvent is the outcome event of the last applied command, so that a redelivery after

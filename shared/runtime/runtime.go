@@ -280,9 +280,18 @@ func toMessage(msg jetstream.Msg, consumer string) Message {
 func (r *runner) process(ctx context.Context, consumer string, raw jetstream.Msg, stop func()) {
 	msg := toMessage(raw, consumer)
 	start := time.Now()
-	err := r.call(ctx, msg)
-	stop()
+	var err error
+	if msg.Delivered > uint64(r.cfg.MaxDeliver) {
+		// Past the budget the handler already had its last try: the process handling it died
+		// (or the dead letter failed). Do not give a message that kills processes another go.
+		err = Permanent(fmt.Errorf("delivered %d times, past the budget of %d, without a settled result", msg.Delivered, r.cfg.MaxDeliver))
+	} else {
+		err = r.call(ctx, msg)
+	}
+	// Settling can take a few calls (a dead letter and its outcome): keep the message alive
+	// until it is settled, so that no other replica gets it meanwhile.
 	result := r.settle(ctx, raw, msg, err)
+	stop()
 	r.metrics.record(ctx, r.cfg.Stream, consumer, result, err, time.Since(start))
 }
 

@@ -43,7 +43,7 @@ func (s *Store) Get(ctx context.Context, key string) (domain.Record, uint64, err
 	}
 	r, err := domain.DecodeRecord(e.Value())
 	if err != nil {
-		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
+		return domain.Record{}, 0, fmt.Errorf("get %s: %w: %w", key, ErrCorruptRecord, err)
 	}
 	return r, e.Revision(), nil
 }
