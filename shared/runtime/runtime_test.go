@@ -885,3 +885,30 @@ func TestRun_RecordsProcessDurationWithoutSubjects(t *testing.T) {
 		t.Errorf("maint.result values = %v, want ack and dead_letter", results)
 	}
 }
+
+// A message whose earlier deliveries died with their process (never settled) comes back past
+// the budget: it is dead-lettered without running the handler again.
+func TestRun_PastTheBudgetIsDeadLetteredWithoutTheHandler(t *testing.T) {
+	e := newEnv(t)
+	e.addConsumer("crash", "t.crash", time.Second)
+	e.publish("t.crash", "kills-processes", nil)
+	cons, err := e.js.Consumer(context.Background(), workStream, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Deliveries taken and never settled, as by processes that died holding them.
+	for i := 0; i < budget; i++ {
+		if _, err := cons.Next(jetstream.FetchMaxWait(3 * time.Second)); err != nil {
+			t.Fatalf("delivery %d: %v", i+1, err)
+		}
+	}
+	var called atomic.Bool
+	e.start(config("crash", func(context.Context, runtime.Message) error { called.Store(true); return nil }))
+	eventually(t, 10*time.Second, "a dead letter", func() bool { return len(e.deadLetters()) == 1 })
+	if called.Load() {
+		t.Fatal("the handler ran on a message past its budget")
+	}
+	if r := e.deadLetters()[0].Header.Get(runtime.HeaderDLQReason); !strings.Contains(r, "past the budget") {
+		t.Fatalf("reason %q", r)
+	}
+}
