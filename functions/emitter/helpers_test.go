@@ -48,8 +48,14 @@ func startNATS(t testing.TB, tick time.Duration) *testenv.Env {
 // not touch the environment), health metrics every 250ms, quick gRPC reconnects.
 func newTelemetry(t testing.TB, r *otlpreceiver.Receiver, protocol string) *telemetry.Telemetry {
 	t.Helper()
+	return setupTelemetry(t, r.Endpoint(protocol), protocol)
+}
+
+// setupTelemetry is newTelemetry with the endpoint and protocol given ("": from the environment).
+func setupTelemetry(t testing.TB, endpoint, protocol string) *telemetry.Telemetry {
+	t.Helper()
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
-		Endpoint:          r.Endpoint(protocol),
+		Endpoint:          endpoint,
 		Protocol:          protocol,
 		Interval:          250 * time.Millisecond,
 		Timeout:           time.Second,
@@ -272,21 +278,7 @@ func aroID(sub string, i int) string {
 // newTelemetryFromEnv sets up telemetry from the OTLP environment variables alone.
 func newTelemetryFromEnv(t testing.TB) *telemetry.Telemetry {
 	t.Helper()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
-		Interval:          250 * time.Millisecond,
-		Timeout:           time.Second,
-		ReconnectMaxDelay: 200 * time.Millisecond,
-		Logger:            quietLogger(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = tel.Shutdown(ctx)
-	})
-	return tel
+	return setupTelemetry(t, "", "")
 }
 
 // fill writes n records straight into the bucket's stream (what kv.Put does, without waiting

@@ -107,10 +107,7 @@ entity never seen is in state None.`,
 		Example: "  maintctl get " + exampleID + "\n  maintctl get -o json " + exampleID + " | jq -r .state",
 		Args:    oneResourceID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := domain.Key(args[0]); err != nil {
-				return fmt.Errorf("RESOURCE-ID %q: %w", args[0], err)
-			}
-			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
+			ctx, cl, done, err := a.entitySession(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -240,10 +237,7 @@ and message, the reason and whether it was forced.`,
 		Example: "  maintctl history " + exampleID + "\n  maintctl history -o json " + exampleID,
 		Args:    oneResourceID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := domain.Key(args[0]); err != nil {
-				return fmt.Errorf("RESOURCE-ID %q: %w", args[0], err)
-			}
-			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
+			ctx, cl, done, err := a.entitySession(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

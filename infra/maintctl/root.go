@@ -233,6 +233,14 @@ func (a *app) natsOptions(name string, timeout time.Duration) natsconn.Options {
 	return o
 }
 
+// entitySession checks a RESOURCE-ID argument, then opens a read session.
+func (a *app) entitySession(parent context.Context, resourceID string) (context.Context, *client.Client, func(), error) {
+	if _, err := domain.Key(resourceID); err != nil {
+		return nil, nil, nil, fmt.Errorf("RESOURCE-ID %q: %w", resourceID, err)
+	}
+	return a.session(parent, readTimeout)
+}
+
 // session connects to --server for one command bounded by timeout; done closes both.
 func (a *app) session(parent context.Context, timeout time.Duration) (context.Context, *client.Client, func(), error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
