@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
+	"maintsignals/test/testenv"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,29 +20,16 @@ import (
 	"maintsignals/shared/store"
 )
 
-// outage makes the bucket unreachable for the command function while down is set.
-type outage struct {
-	command.Records
-	down atomic.Bool
-}
-
-func (o *outage) Get(ctx context.Context, key string) (domain.Record, uint64, error) {
-	if o.down.Load() {
-		return domain.Record{}, 0, errors.New("injected: bucket unreachable")
-	}
-	return o.Records.Get(ctx, key)
-}
-
 // startFailingFunction runs a command function that dead-letters on the second delivery while
 // the returned outage is down.
-func startFailingFunction(t *testing.T, s *stack) *outage {
+func startFailingFunction(t *testing.T, s *stack) *testenv.Outage {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, s.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &outage{Records: st}
+	rec := &testenv.Outage{Records: st}
 	rc, err := command.Function(ctx, s.JS, command.Config{Records: rec, MaxDeliver: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +53,7 @@ func TestDLQ_ListAndReplay(t *testing.T) {
 	}
 
 	// The bucket is down: the command is dead-lettered, and the verb says so (status 2).
-	rec.down.Store(true)
+	rec.Down.Store(true)
 	r := c.run("pending", "--id", "dl-1", "--reason", "window", testID)
 	if r.code() != exitRejected {
 		t.Fatalf("pending while the bucket is down: exit %d (%v), want %d\n%s", r.code(), r.err, exitRejected, r.stdout)
@@ -99,7 +85,7 @@ func TestDLQ_ListAndReplay(t *testing.T) {
 	mustContain(t, "replay 999 error", r.err.Error(), "dead letter not found", "no sequence 999", "maintctl dlq list")
 
 	// The cause is gone: the replayed command is applied, and history shows it.
-	rec.down.Store(false)
+	rec.Down.Store(false)
 	seq := strconv.FormatUint(l.Seq, 10)
 	out = c.ok("dlq", "replay", seq)
 	mustContain(t, "replay output", out, "replayed dead letter "+seq+": command dl-1 (Pending) for "+testID, "MAINT_COMMANDS sequence 2", "maintctl history")
@@ -125,7 +111,7 @@ func TestDLQ_ReplayAllAsJSON(t *testing.T) {
 	s := startStack(t, stackOpts{noFunction: true})
 	c := newCLI(t, s)
 	rec := startFailingFunction(t, s)
-	rec.down.Store(true)
+	rec.Down.Store(true)
 	for _, id := range []string{"all-1", "all-2"} {
 		if r := c.run("customer-action", "--id", id, testID); r.code() != exitRejected {
 			t.Fatalf("customer-action %s: exit %d (%v)", id, r.code(), r.err)
@@ -146,7 +132,7 @@ func TestDLQ_ReplayAllAsJSON(t *testing.T) {
 		t.Fatalf("dlq list -o json = %+v", docs)
 	}
 
-	rec.down.Store(false)
+	rec.Down.Store(false)
 	got := decodeJSON[[]replayJSON](t, c.ok("dlq", "replay", "--all", "-o", "json"))
 	if len(got) != 3 {
 		t.Fatalf("replay --all replayed %d, want 3: %+v", len(got), got)

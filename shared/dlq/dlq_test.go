@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,27 +18,14 @@ import (
 	"maintsignals/test/testenv"
 )
 
-// outage makes the bucket unreachable while down is set.
-type outage struct {
-	command.Records
-	down atomic.Bool
-}
-
-func (o *outage) Get(ctx context.Context, key string) (domain.Record, uint64, error) {
-	if o.down.Load() {
-		return domain.Record{}, 0, errors.New("injected: bucket unreachable")
-	}
-	return o.Records.Get(ctx, key)
-}
-
 const cluster = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/dlq-1"
 
 func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
 	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
 	ctx, cancel := context.WithCancel(context.Background())
 	st, _ := store.Open(ctx, env.JS)
-	rec := &outage{Records: st}
-	rec.down.Store(true)
+	rec := &testenv.Outage{Records: st}
+	rec.Down.Store(true)
 	rc, err := command.Function(ctx, env.JS, command.Config{Records: rec, MaxDeliver: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +55,7 @@ func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
 		t.Fatalf("letter %+v", l)
 	}
 
-	rec.down.Store(false)
+	rec.Down.Store(false)
 	if _, err := dlq.Replay(ctx, env.JS, l.Seq); err != nil {
 		t.Fatal(err)
 	}
