@@ -216,6 +216,10 @@ func chooseMode(cfg Config) (Mode, error) {
 		}
 		return ModeNone, nil
 	}
+	// The exporters take an endpoint without a scheme and then silently export nothing.
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		return "", fmt.Errorf("%w: OTLP endpoint %q needs a scheme: http://%s (plaintext) or https://%s", ErrInvalidConfig, endpoint, endpoint, endpoint)
+	}
 	switch p := firstNonEmpty(cfg.Protocol, os.Getenv(EnvMetricsProtocol), os.Getenv(EnvProtocol), ProtocolGRPC); p {
 	case ProtocolGRPC:
 		return ModeOTLPGRPC, nil

@@ -388,3 +388,11 @@ func TestSetup_WithNothingConfiguredExportsNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestSetup_RefusesAnEndpointWithoutScheme(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4317")
+	_, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	if !errors.Is(err, telemetry.ErrInvalidConfig) || !strings.Contains(err.Error(), "http://127.0.0.1:4317") {
+		t.Fatalf("err = %v, want a refusal that shows the endpoint with a scheme", err)
+	}
+}
