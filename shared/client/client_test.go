@@ -200,3 +200,18 @@ func TestSendDeniedFailsAtOnce(t *testing.T) {
 		t.Errorf("admin PublishOnly: sequence %d, %v", seq, err)
 	}
 }
+
+func TestSend_IDUsedForAnotherEntityFailsAtOnce(t *testing.T) {
+	c := setup(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Send(ctx, cmd("shared-id", domain.TaskPending)); err != nil {
+		t.Fatal(err)
+	}
+	other := cmd("shared-id", domain.TaskPending)
+	other.ResourceID = id + "-other"
+	// Waiting for an outcome that can never come would end in ErrNoOutcome at the deadline.
+	if _, err := c.Send(ctx, other); !errors.Is(err, client.ErrIDInUse) {
+		t.Fatalf("err = %v, want ErrIDInUse", err)
+	}
+}

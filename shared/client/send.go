@@ -31,6 +31,22 @@ type Result struct {
 // ErrInvalidCommand is wrapped when a command fails the checks of SPEC §3 before it is sent.
 var ErrInvalidCommand = errors.New("invalid command (not sent)")
 
+// ErrIDInUse is returned when a command id was already used for another entity.
+var ErrIDInUse = errors.New("command id already in use")
+
+// storedKey is the entity key of the command stored at seq in the commands stream.
+func (c *Client) storedKey(ctx context.Context, seq uint64) (string, error) {
+	s, err := c.JS.Stream(ctx, domain.CommandsStream)
+	if err != nil {
+		return "", err
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return "", err
+	}
+	return domain.KeyFromSubject(m.Subject), nil
+}
+
 // ErrNoOutcome is wrapped when no outcome event arrives before the context ends.
 var ErrNoOutcome = errors.New("no outcome event")
 
@@ -107,8 +123,13 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 
 	found := false
 	if ack.Duplicate {
-		// The stream had this id already: its outcome may have been published before we
-		// subscribed. Look it up; the subscription covers an outcome still to come.
+		// The stream had this id already. If it was for another entity, no outcome will ever
+		// come here: say so now rather than at the timeout.
+		if other, err := c.storedKey(ctx, ack.Sequence); err == nil && other != key {
+			return res, fmt.Errorf("%w: %s was sent for another entity (key %s) less than the duplicate window ago; send with a fresh id", ErrIDInUse, cmd.ID, other)
+		}
+		// Its outcome may have been published before we subscribed. Look it up; the
+		// subscription covers an outcome still to come.
 		evs, err := c.History(ctx, cmd.ResourceID)
 		if err == nil {
 			for i := len(evs) - 1; i >= 0; i-- {
