@@ -96,11 +96,9 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		}
 		// A redelivery of the command that was applied last: the write happened, the event may
 		// not have. Publish the very same event again; the events stream keeps one copy.
-		if rec.LastCommandSeq == msg.Seq && rec.LastCommandID == cmd.ID && rec.LastEvent != nil {
-			ev := *rec.LastEvent
-			ev.Revision = rev
+		if appliedLast(rec, cmd.ID, msg.Seq) {
 			d.log().Info("redelivered command already applied; republishing its outcome", "key", key, "command_id", cmd.ID)
-			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+			return d.republish(ctx, key, rec, rev)
 		}
 		// Commands of an entity are handled in stream order, so an older one was handled
 		// already and its outcome published before it was acked: a consumer that redelivers it
@@ -216,10 +214,8 @@ func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string)
 	var state domain.State
 	var rev uint64
 	if rec, r, err := d.Records.Get(ctx, key); err == nil {
-		if rec.LastCommandSeq == msg.Seq && rec.LastCommandID == cmd.ID && rec.LastEvent != nil {
-			ev := *rec.LastEvent
-			ev.Revision = r
-			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+		if appliedLast(rec, cmd.ID, msg.Seq) {
+			return d.republish(ctx, key, rec, r)
 		}
 		state, rev = rec.State, r
 	}
@@ -230,6 +226,19 @@ func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string)
 	}
 	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
+}
+
+// appliedLast reports whether the record was last written by this very stored command.
+func appliedLast(rec domain.Record, commandID string, seq uint64) bool {
+	return rec.LastCommandSeq == seq && rec.LastCommandID == commandID && rec.LastEvent != nil
+}
+
+// republish publishes again the outcome of the command that wrote rec at revision rev: the very
+// same event under the same id, so the events stream keeps one copy.
+func (d Deps) republish(ctx context.Context, key string, rec domain.Record, rev uint64) error {
+	ev := *rec.LastEvent
+	ev.Revision = rev
+	return d.publish(ctx, key, eventMsgID(ev.CommandID, ev.CommandSeq), ev)
 }
 
 // readError classifies a failed record read: a record that does not decode will not decode on

@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -49,14 +50,7 @@ const (
 )
 
 // stateIndex is the position of s in domain.States, -1 if s is not a state.
-func stateIndex(s domain.State) int {
-	for i, v := range domain.States {
-		if s == v {
-			return i
-		}
-	}
-	return -1
-}
+func stateIndex(s domain.State) int { return slices.Index(domain.States, s) }
 
 // emitted reports whether a record in a valid state is part of the emission at now: every
 // state but None always, None for the retention period after the entity got there.

@@ -279,13 +279,6 @@ func EmitterAckWait(tick time.Duration) time.Duration {
 	return min(max(tick/2, 500*time.Millisecond), 30*time.Second)
 }
 
-func maxDur(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
-}
-
 // Run provisions everything and reports what it did. It carries on past a failed resource so
 // that the report is complete; Report.Err joins the failures.
 func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) {
@@ -536,7 +529,7 @@ func ensureSchedule(ctx context.Context, js jetstream.JetStream, tick time.Durat
 		jetstream.WithScheduleEvery(tick),
 		jetstream.WithScheduleTarget(domain.TickSubject),
 		// A tick nobody consumed is worthless after a few intervals.
-		jetstream.WithScheduleTTL(maxDur(3*tick, 10*time.Second)),
+		jetstream.WithScheduleTTL(max(3*tick, 10*time.Second)),
 	)
 	if err != nil {
 		ch.Action, ch.Err = Failed, fmt.Errorf("publish schedule: %w", err)

@@ -3,6 +3,11 @@
 // OpenTelemetry; every other package builds on it.
 package domain
 
+import (
+	"slices"
+	"strings"
+)
+
 // State is the maintenance signal of one entity.
 type State string
 
@@ -20,12 +25,7 @@ var States = []State{StateNone, StatePending, StatePlanned, StateUnplanned, Stat
 
 // Valid reports whether s is one of the five states, matched exactly.
 func (s State) Valid() bool {
-	for _, v := range States {
-		if s == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(States, s)
 }
 
 // MetricValue is the value of the cluster.maintenance.state attribute
@@ -66,28 +66,9 @@ func (s State) PUCMValue() string {
 // the exact name, the metric value, or any casing of either.
 func ParseStateLoose(s string) (State, bool) {
 	for _, v := range States {
-		if equalFold(s, string(v)) || equalFold(s, v.MetricValue()) || equalFold(s, v.PUCMValue()) {
+		if strings.EqualFold(s, string(v)) || strings.EqualFold(s, v.MetricValue()) || strings.EqualFold(s, v.PUCMValue()) {
 			return v, true
 		}
 	}
 	return "", false
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		ca, cb := a[i], b[i]
-		if 'A' <= ca && ca <= 'Z' {
-			ca += 'a' - 'A'
-		}
-		if 'A' <= cb && cb <= 'Z' {
-			cb += 'a' - 'A'
-		}
-		if ca != cb {
-			return false
-		}
-	}
-	return true
 }
