@@ -46,6 +46,8 @@ type Deps struct {
 	// Answered finds the last outcome event of an entity, so that a redelivered command that
 	// already has its outcome is not judged again; nil skips the check.
 	Answered Answered
+	// Cache remembers records this replica wrote; nil reads every record from the bucket.
+	Cache *Cache
 }
 
 // Answered looks up the last outcome event published for an entity key.
@@ -89,10 +91,21 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 			return d.reject(ctx, key, msg, cmd, rej, now().UTC())
 		}
 	}
+	// A first delivery may start from the record this replica wrote last (see Cache); a
+	// redelivery, a conflict or any outcome but applied reads the bucket.
+	fresh := msg.Delivered > 1
 	for range maxConflicts {
-		rec, rev, err := d.Records.Get(ctx, key)
-		if err != nil {
-			return readError(err)
+		rec, rev, guessed := d.Cache.get(key)
+		if fresh || !guessed {
+			var err error
+			if rec, rev, err = d.Records.Get(ctx, key); err != nil {
+				return readError(err)
+			}
+			guessed = false
+		}
+		if guessed && !appliesOn(rec, cmd, msg.Seq) {
+			fresh = true
+			continue
 		}
 		// A redelivery of the command that was applied last: the write happened, the event may
 		// not have. Publish the very same event again; the events stream keeps one copy.
@@ -136,11 +149,15 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		newRev, err := d.Records.Put(ctx, key, next, rev)
 		if errors.Is(err, store.ErrConflict) {
 			d.log().Debug("revision conflict; re-reading", "key", key, "command_id", cmd.ID)
+			d.Cache.forget(key)
+			fresh = true
 			continue
 		}
 		if err != nil {
+			d.Cache.forget(key)
 			return fmt.Errorf("write record: %w", err)
 		}
+		d.Cache.put(key, next, newRev)
 		ev.Revision = newRev
 		d.Metrics.transition(ctx, tr, cmd.Task)
 		d.Metrics.command(ctx, domain.OutcomeApplied, "")
@@ -226,6 +243,16 @@ func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string)
 	}
 	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
+}
+
+// appliesOn reports whether cmd, a first delivery at stream sequence seq, would be applied to
+// rec: the only outcome decided on a remembered record (the write checks it).
+func appliesOn(rec domain.Record, cmd domain.Command, seq uint64) bool {
+	if appliedLast(rec, cmd.ID, seq) || rec.Seen(cmd.ID) {
+		return false
+	}
+	_, _, rej := domain.Apply(rec, cmd, time.Time{})
+	return rej == nil
 }
 
 // appliedLast reports whether the record was last written by this very stored command.

@@ -33,6 +33,13 @@ type Config struct {
 	// a negative rate admits everything.
 	EntityRate  float64
 	EntityBurst int
+	// Concurrency is how many commands of one partition (of different entities) this replica
+	// handles at once; zero takes DefaultConcurrency.
+	Concurrency int
+	// CacheSize bounds the records this replica remembers from its own writes (which save a
+	// read when the next command of the entity comes); zero takes DefaultCacheSize, a negative
+	// size turns the cache off.
+	CacheSize int
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
@@ -44,6 +51,12 @@ type Config struct {
 const (
 	DefaultEntityRate  = 20
 	DefaultEntityBurst = 200
+)
+
+// Defaults of a replica's concurrency and record cache.
+const (
+	DefaultConcurrency = 16
+	DefaultCacheSize   = 16384
 )
 
 // Run serves every command partition until ctx is cancelled, then drains. Any number of
@@ -88,9 +101,16 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	if cfg.EntityBurst == 0 {
 		cfg.EntityBurst = DefaultEntityBurst
 	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
 	d := Deps{
 		Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"),
 		Auth: cfg.Auth, Limit: NewLimiter(cfg.EntityRate, cfg.EntityBurst), Answered: lastEvents{js},
+		Cache: NewCache(cfg.CacheSize),
 	}
 	return runtime.Config{
 		Name:              "command",
@@ -102,8 +122,10 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 		OnDeadLetter: func(ctx context.Context, msg runtime.Message, reason string) error {
 			return DeadLetter(ctx, d, msg, reason)
 		},
-		Logger: cfg.Log,
-		Meter:  cfg.Meter,
+		Logger:      cfg.Log,
+		Meter:       cfg.Meter,
+		Concurrency: cfg.Concurrency,
+		KeyOf:       func(msg runtime.Message) string { return domain.KeyFromSubject(msg.Subject) },
 	}, nil
 }
 

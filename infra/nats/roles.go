@@ -103,6 +103,8 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			},
 			readStream(kvStream), // record reads, and the emitter's scan (an ordered consumer)
 			consume(domain.CommandsStream, "*"),
+			// A replica that stops hands its pinned partitions over at once.
+			[]string{api + "CONSUMER.UNPIN." + domain.CommandsStream + ".*"},
 			consume(domain.ScheduleStream, "emitter"),
 			// The command function finds the partition consumers that provisioning created.
 			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream},
@@ -189,7 +191,7 @@ var adminPlane = []string{
 	api + "CONSUMER.LEADER.STEPDOWN.>",
 	api + "CONSUMER.PAUSE.>",
 	api + "CONSUMER.RESET.>",
-	api + "CONSUMER.UNPIN.>",
+	unpinAny,
 	api + "ACCOUNT.>",
 	api + "META.>",
 	api + "SERVER.>",
@@ -201,9 +203,16 @@ var adminPlane = []string{
 	api + "STREAM.MSG.DELETE." + kvStream,
 }
 
+const unpinAny = api + "CONSUMER.UNPIN.>"
+
 // denied is the explicit publish deny list of a non-operator role.
 func denied(r Role) []string {
 	d := slices.Clone(adminPlane)
+	if r == RoleFunction {
+		// A function replica that stops releases the partitions pinned to it (the allow list
+		// names only the command consumers).
+		d = slices.DeleteFunc(d, func(s string) bool { return s == unpinAny })
+	}
 	if r != RoleFunction {
 		// Only the functions write records, outcome events and dead letters: a forged
 		// "applied" event would make maintctl report a change that never happened.

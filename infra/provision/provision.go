@@ -25,6 +25,9 @@ const (
 	CommandConsumerPrefix = "command-p"
 )
 
+// CommandPriorityGroup is the priority group the command function pulls with.
+const CommandPriorityGroup = "command"
+
 // CommandConsumer is the durable consumer of command partition p.
 func CommandConsumer(p int) string { return fmt.Sprintf("%s%d", CommandConsumerPrefix, p) }
 
@@ -55,6 +58,10 @@ type Config struct {
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
 	MaxDeliver int
+	// InFlight is how many commands of one partition may be out at once. Each partition is
+	// pinned to one replica, which runs commands of different entities at once and those of
+	// one entity in order.
+	InFlight int
 	// Storage of streams and bucket.
 	Storage jetstream.StorageType
 }
@@ -71,6 +78,7 @@ func DefaultConfig() Config {
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
 		MaxDeliver:      10,
+		InFlight:        64,
 		Storage:         jetstream.FileStorage,
 	}
 }
@@ -90,6 +98,7 @@ func (c Config) WithDefaults() (Config, error) {
 	orDefault(&c.DuplicateWindow, d.DuplicateWindow)
 	orDefault(&c.AckWait, d.AckWait)
 	orDefault(&c.MaxDeliver, d.MaxDeliver)
+	orDefault(&c.InFlight, d.InFlight)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
@@ -101,6 +110,8 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: max deliver must be at least 2, got %d", ErrInvalidConfig, c.MaxDeliver)
 	case c.AckWait < time.Second:
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
+	case c.InFlight < 1 || c.InFlight > 10000:
+		return c, fmt.Errorf("%w: in-flight must be 1-10000, got %d", ErrInvalidConfig, c.InFlight)
 	}
 	return c, nil
 }
@@ -248,9 +259,14 @@ func Consumers(c Config) []StreamConsumer {
 			FilterSubject: CommandFilter(p),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			DeliverPolicy: jetstream.DeliverAllPolicy,
-			// One command in flight per partition: per-entity order with any number of replicas.
-			MaxAckPending: 1,
-			AckWait:       c.AckWait,
+			// One replica at a time serves a partition (it keeps the entities' order); another
+			// takes over when it stops renewing its pin. The runtime fences a new pin until the
+			// previous holder's commands are settled.
+			PriorityPolicy: jetstream.PriorityPolicyPinned,
+			PriorityGroups: []string{CommandPriorityGroup},
+			PinnedTTL:      c.AckWait,
+			MaxAckPending:  c.InFlight,
+			AckWait:        c.AckWait,
 			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
 			// budget, and keeps trying while the dead letter itself cannot be written), so the
 			// server never drops a command silently.
@@ -462,6 +478,9 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	add("max_ack_pending", have.MaxAckPending != want.MaxAckPending)
 	add("ack_wait", have.AckWait != want.AckWait)
 	add("max_deliver", have.MaxDeliver != want.MaxDeliver)
+	add("priority_policy", have.PriorityPolicy != want.PriorityPolicy)
+	add("priority_groups", !slices.Equal(have.PriorityGroups, want.PriorityGroups))
+	add("pinned_ttl", have.PinnedTTL != want.PinnedTTL)
 	add("replicas", want.Replicas != 0 && have.Replicas != want.Replicas && have.Replicas != 0)
 	add("description", have.Description != want.Description)
 	if len(ch.Fields) == 0 {

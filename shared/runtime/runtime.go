@@ -77,6 +77,14 @@ type Config struct {
 	OnDeadLetter      DeadLetterHook
 	// Concurrency is how many messages of one consumer run at once (default 1).
 	Concurrency int
+	// KeyOf, when set, serves the consumers in key order: each consumer must be pinned to one
+	// replica at a time (priority policy pinned_client); up to its MaxAckPending messages are
+	// in hand, messages of different keys run at once (up to Concurrency) and messages of one
+	// key run one at a time in stream order, retried in place when they fail.
+	KeyOf func(Message) string
+	// BalanceEvery is how often a keyed replica checks whether it holds more than its share of
+	// the consumers and releases one (default 5s; negative: never).
+	BalanceEvery time.Duration
 	// DrainTimeout bounds how long in-flight handlers may run after shutdown starts.
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
@@ -106,6 +114,9 @@ func (c *Config) validate() error {
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 1
+	}
+	if c.BalanceEvery == 0 {
+		c.BalanceEvery = 5 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
@@ -137,8 +148,18 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 
 	var workers sync.WaitGroup
 	var ccs []jetstream.ConsumeContext
+	var keyeds []*keyed
 	for _, name := range cfg.Consumers {
-		cc, err := r.consume(ctx, hctx, name, &workers)
+		var cc jetstream.ConsumeContext
+		var err error
+		if cfg.KeyOf != nil {
+			var k *keyed
+			if k, cc, err = r.consumeKeyed(ctx, hctx, name); err == nil {
+				keyeds = append(keyeds, k)
+			}
+		} else {
+			cc, err = r.consume(ctx, hctx, name, &workers)
+		}
 		if err != nil {
 			for _, c := range ccs {
 				c.Stop()
@@ -148,6 +169,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			hcancel()
 			r.closeQueues()
 			workers.Wait()
+			for _, k := range keyeds {
+				k.close(context.WithoutCancel(ctx))
+			}
 			if ctx.Err() != nil {
 				return nil // stopped while starting: nothing was handled, nothing is lost
 			}
@@ -156,26 +180,39 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		ccs = append(ccs, cc)
 	}
 	r.log.Info("function started", "stream", cfg.Stream, "consumers", len(cfg.Consumers))
+	if len(keyeds) > 0 && cfg.BalanceEvery > 0 {
+		go r.balance(ctx, keyeds, cfg.BalanceEvery)
+	}
 	<-ctx.Done()
 	r.log.Info("function draining")
 	for _, cc := range ccs {
 		cc.Drain()
 	}
 	done := make(chan struct{})
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
+	defer dcancel()
 	go func() {
 		for _, cc := range ccs {
 			<-cc.Closed()
 		}
 		r.closeQueues()
 		workers.Wait()
+		for _, k := range keyeds {
+			k.drained(dctx)
+		}
 		close(done)
 	}()
 	select {
 	case <-done:
-	case <-time.After(cfg.DrainTimeout):
+	case <-dctx.Done():
 		r.log.Warn("drain timed out; abandoning in-flight messages to redelivery")
 		hcancel()
 		<-done
+	}
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer ucancel()
+	for _, k := range keyeds {
+		k.close(uctx)
 	}
 	r.log.Info("function stopped")
 	return nil
@@ -290,7 +327,7 @@ func (r *runner) process(ctx context.Context, consumer string, raw jetstream.Msg
 	}
 	// Settling can take a few calls (a dead letter and its outcome): keep the message alive
 	// until it is settled, so that no other replica gets it meanwhile.
-	result := r.settle(ctx, raw, msg, err)
+	result := r.settle(ctx, raw, msg, err, false)
 	stop()
 	r.metrics.record(ctx, r.cfg.Stream, consumer, result, err, time.Since(start))
 }
@@ -332,15 +369,17 @@ const (
 	resultDeadLetter = "dead_letter"
 )
 
-// settle is the one place where a handler's result becomes ack, retry or dead letter.
-func (r *runner) settle(ctx context.Context, raw jetstream.Msg, msg Message, err error) string {
-	log := r.log.With("subject", msg.Subject, "seq", msg.Seq, "delivery", msg.Delivered)
+// settle is the one place where a handler's result becomes ack, retry or dead letter. In place
+// (keyed consumers), a failed dead letter is left to the caller to try again rather than
+// handed back to the server, so that the message keeps its place in its key's order.
+func (r *runner) settle(ctx context.Context, raw jetstream.Msg, msg Message, err error, inPlace bool) string {
 	if err == nil {
 		if aerr := raw.Ack(); aerr != nil {
-			log.Warn("ack failed; the message will be redelivered and handled idempotently", "err", aerr)
+			r.log.Warn("ack failed; the message will be redelivered and handled idempotently", "subject", msg.Subject, "seq", msg.Seq, "err", aerr)
 		}
 		return resultAck
 	}
+	log := r.log.With("subject", msg.Subject, "seq", msg.Seq, "delivery", msg.Delivered)
 	if !errors.Is(err, ErrPermanent) && msg.Delivered < uint64(r.cfg.MaxDeliver) {
 		delay := r.backoff(msg.Delivered)
 		log.Warn("handler failed; retrying", "err", err, "retry_in", delay)
@@ -356,7 +395,9 @@ func (r *runner) settle(ctx context.Context, raw jetstream.Msg, msg Message, err
 	if derr := r.deadLetter(ctx, msg, reason); derr != nil {
 		// Losing the message is not an option: try again later.
 		log.Error("dead-letter failed; retrying", "err", derr, "reason", reason)
-		_ = raw.NakWithDelay(r.backoff(msg.Delivered))
+		if !inPlace {
+			_ = raw.NakWithDelay(r.backoff(msg.Delivered))
+		}
 		return resultRetry
 	}
 	log.Error("message dead-lettered", "reason", reason)

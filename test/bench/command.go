@@ -129,26 +129,93 @@ func watchOutcomes(nc *nats.Conn, want int) (*outcomes, *nats.Subscription, erro
 }
 
 // commandThroughput publishes n always-applied commands over keys entities as fast as the
-// server takes them and returns commands per second from the first publish to the last event.
+// server takes them and returns commands per second from the first publish until the last
+// outcome event is stored in the events stream. It then checks every outcome: applied, and in
+// command order per entity (a fast wrong answer is no answer).
 func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int) (float64, error) {
-	o, sub, err := watchOutcomes(nc, n)
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	evs, err := js.Stream(ctx, domain.EventsStream)
 	if err != nil {
 		return 0, err
 	}
-	defer sub.Unsubscribe()
-	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	info, err := evs.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	first := info.State.LastSeq + 1
+	run := fmt.Sprintf("tp%d", first)
+	stored := make(chan error, 1)
+	// Polling the stream (not subscribing to every event) keeps the measuring off the
+	// measured path.
+	go func() {
+		for {
+			info, err := evs.Info(ctx)
+			if err != nil {
+				stored <- err
+				return
+			}
+			if info.State.LastSeq+1-first >= uint64(n) {
+				stored <- nil
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if err := publishAsync(ctx, js, commandMsg(alwaysApplied(i, keys, "tp"))); err != nil {
+		if err := publishAsync(ctx, js, commandMsg(alwaysApplied(i, keys, run))); err != nil {
 			return 0, err
 		}
 	}
 	select {
-	case <-o.done:
+	case err := <-stored:
+		if err != nil {
+			return 0, err
+		}
 	case <-time.After(5 * time.Minute):
-		return 0, fmt.Errorf("throughput: %d of %d outcomes", len(o.at), n)
+		return 0, fmt.Errorf("throughput: outcomes missing after 5 minutes")
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	rate := float64(n) / time.Since(start).Seconds()
+	return rate, checkOutcomes(ctx, js, first, n, keys, run)
+}
+
+// checkOutcomes reads the n outcome events from sequence first and checks that each command
+// was applied, once, in order per entity.
+func checkOutcomes(ctx context.Context, js jetstream.JetStream, first uint64, n, keys int, run string) error {
+	cons, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: first,
+	})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	last := make(map[int]int, keys)
+	for seen := 0; seen < n; seen++ {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("check outcomes: %w", err)
+		}
+		ev, err := domain.DecodeEvent(m.Data())
+		if err != nil {
+			return fmt.Errorf("check outcomes: %w", err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(ev.CommandID, run+"-%d", &i); err != nil {
+			return fmt.Errorf("check outcomes: unexpected command %q", ev.CommandID)
+		}
+		if ev.Outcome != domain.OutcomeApplied {
+			return fmt.Errorf("check outcomes: command %s: %s (%s)", ev.CommandID, ev.Outcome, ev.Message)
+		}
+		if prev, ok := last[i%keys]; ok && prev >= i {
+			return fmt.Errorf("check outcomes: command %s applied after %s-%d", ev.CommandID, run, prev)
+		}
+		last[i%keys] = i
+	}
+	return nil
 }
 
 // commandLatency offers rate commands per second for d and returns the p50 and p99 latency from

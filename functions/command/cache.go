@@ -1,0 +1,67 @@
+package command
+
+import (
+	"sync"
+
+	"maintsignals/shared/domain"
+)
+
+// Cache remembers the records this replica wrote, so that the next command of an entity
+// starts from them instead of reading the bucket. A remembered record is only a guess: the
+// write that follows is a compare-and-swap at its revision, so a record another replica changed
+// meanwhile is caught by the bucket (a conflict, then a fresh read). Only a command that the
+// guess would apply is decided on it; any other outcome is decided on a fresh read.
+type Cache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]cached
+}
+
+type cached struct {
+	rec domain.Record
+	rev uint64
+}
+
+// NewCache returns a cache of at most size records; nil (no cache) when size is negative.
+func NewCache(size int) *Cache {
+	if size < 0 {
+		return nil
+	}
+	return &Cache{max: size, entries: make(map[string]cached)}
+}
+
+func (c *Cache) get(key string) (domain.Record, uint64, bool) {
+	if c == nil {
+		return domain.Record{}, 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	return e.rec, e.rev, ok
+}
+
+func (c *Cache) put(key string, rec domain.Record, rev uint64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.max {
+		// Full: forget an arbitrary record. Commands of an entity come in short runs (pending,
+		// start, succeeded), so recency matters more than precision here.
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[key] = cached{rec: rec, rev: rev}
+}
+
+func (c *Cache) forget(key string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+}

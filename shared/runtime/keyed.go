@@ -1,0 +1,436 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Keyed consumption: a consumer pinned to one replica at a time (priority policy
+// pinned_client) delivers up to MaxAckPending messages ahead, and the replica runs messages of
+// different keys at once and messages of one key one at a time, in stream order. A retryable
+// failure is retried in place, so that nothing of its key overtakes it.
+//
+// The pin can move (a replica stops, stalls past the pinned TTL, or the consumer changes
+// leader) while the previous holder still has messages in hand. Messages received under a pin
+// not seen before are therefore fenced: they wait until the consumer's pending acks are all in
+// this replica's hand (the previous holder settled them, or they expired and came here), and
+// then run in stream order with them.
+
+// ErrNotPinned is returned when a keyed function's consumer is not pinned to one client.
+var ErrNotPinned = errors.New("consumer must use the pinned_client priority policy")
+
+// HeaderPinID carries the pin under which the server delivered a message.
+const HeaderPinID = "Nats-Pin-Id"
+
+// fenceCheckEvery is how often a fenced consumer asks the server whether the previous pin
+// holder's messages are settled.
+const fenceCheckEvery = 50 * time.Millisecond
+
+type keyedEntry struct {
+	raw      jetstream.Msg
+	msg      Message
+	key      string
+	received time.Time
+	running  bool
+}
+
+// keyed serves one pinned consumer.
+type keyed struct {
+	r       *runner
+	name    string
+	cons    jetstream.Consumer
+	group   string
+	ackWait time.Duration
+	ctx     context.Context // handler context
+
+	mu       sync.Mutex
+	held     map[uint64]*keyedEntry   // received and not settled, by stream sequence
+	queues   map[string][]*keyedEntry // per key, in stream order; the head runs
+	ready    []*keyedEntry            // heads waiting for a free slot
+	running  int
+	pin      string        // the pin whose messages run without a fence
+	fenced   []*keyedEntry // received under a new pin, waiting for the check
+	checking bool
+	idle     chan struct{} // closed and replaced whenever held becomes empty
+	wg       sync.WaitGroup
+	stop     chan struct{}
+}
+
+func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, jetstream.ConsumeContext, error) {
+	cons, err := r.js.Consumer(ctx, r.cfg.Stream, name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("function %s: consumer %s/%s: %w", r.cfg.Name, r.cfg.Stream, name, err)
+	}
+	cfg := cons.CachedInfo().Config
+	if cfg.PriorityPolicy != jetstream.PriorityPolicyPinned || len(cfg.PriorityGroups) == 0 {
+		return nil, nil, fmt.Errorf("function %s: consumer %s/%s: %w (run provisioning again)", r.cfg.Name, r.cfg.Stream, name, ErrNotPinned)
+	}
+	k := &keyed{
+		r: r, name: name, cons: cons, group: cfg.PriorityGroups[0], ackWait: cfg.AckWait, ctx: hctx,
+		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{},
+		idle: make(chan struct{}), stop: make(chan struct{}),
+	}
+	if k.ackWait <= 0 {
+		k.ackWait = 30 * time.Second
+	}
+	window := max(cfg.MaxAckPending, 1)
+	// The pull expires well inside the pinned TTL: a pinned replica that is alive renews its
+	// pin even when there is nothing to deliver.
+	expiry := 10 * time.Second
+	if cfg.PinnedTTL > 0 {
+		expiry = max(cfg.PinnedTTL*2/5, time.Second)
+	}
+	k.wg.Add(1)
+	go k.keepAlive()
+	cc, err := cons.Consume(k.receive,
+		jetstream.PullPriorityGroup(k.group),
+		jetstream.PullMaxMessages(window),
+		jetstream.PullExpiry(expiry),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
+				return
+			}
+			r.log.Debug("consume", "consumer", name, "err", err)
+		}))
+	if err != nil {
+		close(k.stop)
+		k.wg.Wait()
+		return nil, nil, fmt.Errorf("function %s: consume %s: %w", r.cfg.Name, name, err)
+	}
+	return k, cc, nil
+}
+
+// receive is the consume callback: it only files the message; it never blocks.
+func (k *keyed) receive(raw jetstream.Msg) {
+	msg := toMessage(raw, k.name)
+	e := &keyedEntry{raw: raw, msg: msg, key: k.r.cfg.KeyOf(msg), received: time.Now()}
+	pin := raw.Headers().Get(HeaderPinID)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, dup := k.held[msg.Seq]; dup {
+		return // a redelivery of a message in hand: the copy in hand is settled
+	}
+	k.held[msg.Seq] = e
+	if pin != k.pin || len(k.fenced) > 0 {
+		k.fenced = append(k.fenced, e)
+		if !k.checking {
+			k.checking = true
+			k.wg.Add(1)
+			go k.lift()
+		}
+		return
+	}
+	k.admitLocked(e)
+}
+
+// lift waits until every message the consumer has out is in this replica's hand, then lets
+// the fenced messages run, in stream order. The check counts only if it was made after the
+// newest pin was assigned (a message under it had arrived), so a pin that moves again while
+// it runs makes it check again.
+func (k *keyed) lift() {
+	defer k.wg.Done()
+	for {
+		k.mu.Lock()
+		pin := k.newestPinLocked()
+		k.mu.Unlock()
+		info, err := k.cons.Info(k.ctx)
+		k.mu.Lock()
+		if err == nil && pinnedID(info, k.group) != pin && k.newestPinLocked() == pin {
+			// The pin moved on before the fence lifted: give the fenced messages back, so that
+			// the replica holding the pin now gets them (two replicas each waiting for the
+			// other's messages would wait forever).
+			k.r.log.Debug("fence: pin moved on; releasing fenced messages", "consumer", k.name, "fenced", len(k.fenced))
+			for _, e := range k.fenced {
+				_ = e.raw.Nak()
+				delete(k.held, e.msg.Seq)
+			}
+			k.fenced, k.checking = nil, false
+			k.signalIdleLocked()
+			k.mu.Unlock()
+			return
+		}
+		if err == nil && info.NumAckPending <= len(k.held) && k.newestPinLocked() == pin {
+			slices.SortFunc(k.fenced, func(a, b *keyedEntry) int { return cmp.Compare(a.msg.Seq, b.msg.Seq) })
+			for _, e := range k.fenced {
+				k.admitLocked(e)
+			}
+			k.fenced, k.pin, k.checking = nil, pin, false
+			k.mu.Unlock()
+			return
+		}
+		if err != nil {
+			k.r.log.Debug("fence: consumer info", "consumer", k.name, "err", err)
+		} else {
+			k.r.log.Debug("fence: waiting for messages held elsewhere", "consumer", k.name, "ack_pending", info.NumAckPending, "held", len(k.held))
+		}
+		k.mu.Unlock()
+		if !sleep(k.ctx, fenceCheckEvery) {
+			k.mu.Lock()
+			k.checking = false
+			k.mu.Unlock()
+			return // shutting down: the fenced messages go back to the server
+		}
+	}
+}
+
+func (k *keyed) newestPinLocked() string {
+	if len(k.fenced) == 0 {
+		return k.pin
+	}
+	return k.fenced[len(k.fenced)-1].raw.Headers().Get(HeaderPinID)
+}
+
+// admitLocked queues e behind the messages of its key and starts it if it is at the head.
+func (k *keyed) admitLocked(e *keyedEntry) {
+	q := k.queues[e.key]
+	i := len(q)
+	for i > 0 && q[i-1].msg.Seq > e.msg.Seq && !q[i-1].running {
+		i--
+	}
+	k.queues[e.key] = slices.Insert(q, i, e)
+	if i == 0 {
+		k.readyLocked(e)
+	}
+}
+
+func (k *keyed) readyLocked(e *keyedEntry) {
+	if k.running >= k.r.cfg.Concurrency {
+		k.ready = append(k.ready, e)
+		return
+	}
+	k.running++
+	e.running = true
+	k.wg.Add(1)
+	go k.run(e)
+}
+
+// run handles one message, retrying in place, settles it and starts what it held back.
+func (k *keyed) run(e *keyedEntry) {
+	defer k.wg.Done()
+	settled := k.r.processInPlace(k.ctx, k.name, e.raw, e.msg)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.running--
+	q := k.queues[e.key]
+	if !settled {
+		// Shutting down before the message was settled: it and everything of its key behind it
+		// go back to the server, which redelivers them in order.
+		for _, w := range q {
+			delete(k.held, w.msg.Seq)
+		}
+		delete(k.queues, e.key)
+	} else {
+		delete(k.held, e.msg.Seq)
+		if q = q[1:]; len(q) == 0 {
+			delete(k.queues, e.key)
+		} else {
+			k.queues[e.key] = q
+			k.ready = append(k.ready, q[0])
+		}
+	}
+	for len(k.ready) > 0 && k.running < k.r.cfg.Concurrency {
+		next := k.ready[0]
+		k.ready = k.ready[1:]
+		k.readyLocked(next)
+	}
+	k.signalIdleLocked()
+}
+
+func (k *keyed) signalIdleLocked() {
+	if len(k.held) == 0 {
+		close(k.idle)
+		k.idle = make(chan struct{})
+	}
+}
+
+// pinnedID is the client the consumer is pinned to in group, "" when none.
+func pinnedID(info *jetstream.ConsumerInfo, group string) string {
+	for _, g := range info.PriorityGroups {
+		if g.Group == group {
+			return g.PinnedClientID
+		}
+	}
+	return ""
+}
+
+// keepAlive signals progress for every message held longer than a third of the ack wait, so
+// that messages waiting behind others of their key (or behind a fence) are not redelivered.
+func (k *keyed) keepAlive() {
+	defer k.wg.Done()
+	t := time.NewTicker(k.ackWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case now := <-t.C:
+			k.mu.Lock()
+			var due []jetstream.Msg
+			for _, e := range k.held {
+				if now.Sub(e.received) >= k.ackWait/3 {
+					due = append(due, e.raw)
+				}
+			}
+			k.mu.Unlock()
+			for _, m := range due {
+				_ = m.InProgress()
+			}
+		}
+	}
+}
+
+// drained returns once nothing is held, or when ctx ends.
+func (k *keyed) drained(ctx context.Context) {
+	for {
+		k.mu.Lock()
+		n, idle := len(k.held), k.idle
+		k.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// close stops the keep-alive, waits for the handlers (which the handler context bounds) and
+// hands the pin over at once if this replica still holds it, instead of making the next
+// replica wait for the pinned TTL.
+func (k *keyed) close(ctx context.Context) {
+	close(k.stop)
+	k.wg.Wait()
+	k.mu.Lock()
+	pin := k.pin
+	k.mu.Unlock()
+	if pin == "" {
+		return
+	}
+	info, err := k.cons.Info(ctx)
+	if err != nil {
+		return
+	}
+	if pinnedID(info, k.group) == pin {
+		if err := k.r.unpin(ctx, k); err != nil {
+			k.r.log.Debug("unpin", "consumer", k.name, "err", err)
+		}
+	}
+}
+
+// unpin releases k's consumer: the server pins it to the next replica that pulls.
+func (r *runner) unpin(ctx context.Context, k *keyed) error {
+	s, err := r.js.Stream(ctx, r.cfg.Stream)
+	if err != nil {
+		return err
+	}
+	return s.UnpinConsumer(ctx, k.name, k.group)
+}
+
+// processInPlace runs the handler on one message, retrying a retryable failure in place with
+// backoff, and settles it. It reports false when shutdown came first and the message is left
+// to redelivery.
+func (r *runner) processInPlace(ctx context.Context, consumer string, raw jetstream.Msg, msg Message) bool {
+	start := time.Now()
+	var err error
+	for {
+		if msg.Delivered > uint64(r.cfg.MaxDeliver) {
+			err = Permanent(fmt.Errorf("delivered %d times, past the budget of %d, without a settled result", msg.Delivered, r.cfg.MaxDeliver))
+		} else {
+			err = r.call(ctx, msg)
+		}
+		if err == nil || errors.Is(err, ErrPermanent) || msg.Delivered >= uint64(r.cfg.MaxDeliver) {
+			break
+		}
+		delay := r.backoff(msg.Delivered)
+		r.log.Warn("handler failed; retrying in place", "subject", msg.Subject, "seq", msg.Seq, "delivery", msg.Delivered, "err", err, "retry_in", delay)
+		r.metrics.record(ctx, r.cfg.Stream, consumer, resultRetry, err, time.Since(start))
+		if !sleep(ctx, delay) {
+			return false
+		}
+		start = time.Now()
+		msg.Delivered++
+	}
+	for {
+		result := r.settle(ctx, raw, msg, err, true)
+		if result != resultRetry {
+			r.metrics.record(ctx, r.cfg.Stream, consumer, result, err, time.Since(start))
+			return true
+		}
+		// The dead letter itself failed: keep the message (and its key) here and try again.
+		if !sleep(ctx, r.backoff(msg.Delivered)) {
+			return false
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// pinnedHere reports whether info shows the consumer pinned to this replica.
+func (k *keyed) pinnedHere(info *jetstream.ConsumerInfo) bool {
+	k.mu.Lock()
+	mine := []string{k.pin, k.newestPinLocked()}
+	k.mu.Unlock()
+	id := pinnedID(info, k.group)
+	return id != "" && slices.Contains(mine, id)
+}
+
+// balance spreads the pins over the replicas. A replica that starts first (or reconnects
+// first) is pinned to every partition; every period, a replica holding more than its share
+// releases one, which goes to a replica waiting for it. The number of replicas is read from the
+// pull requests waiting on the consumers: every replica keeps one on each.
+func (r *runner) balance(ctx context.Context, ks []*keyed, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		replicas := 0
+		var mine []*keyed
+		for _, k := range ks {
+			info, err := k.cons.Info(ctx)
+			if err != nil {
+				r.log.Debug("balance: consumer info", "consumer", k.name, "err", err)
+				replicas = 0
+				break
+			}
+			if replicas == 0 || info.NumWaiting < replicas {
+				replicas = info.NumWaiting
+			}
+			if k.pinnedHere(info) {
+				mine = append(mine, k)
+			}
+		}
+		if replicas < 2 {
+			continue
+		}
+		share := (len(ks) + replicas - 1) / replicas
+		if len(mine) <= share {
+			continue
+		}
+		k := mine[len(mine)-1]
+		err := r.unpin(ctx, k)
+		r.log.Info("balance: releasing a partition to another replica", "consumer", k.name, "pinned_here", len(mine), "replicas", replicas, "err", err)
+	}
+}
