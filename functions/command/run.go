@@ -59,8 +59,9 @@ const (
 	DefaultCacheSize   = 16384
 )
 
-// Run serves every command partition until ctx is cancelled, then drains. Any number of
-// replicas may run at once: each partition has one command in flight across all of them.
+// Run serves command partitions until ctx is cancelled, then drains. Any number of replicas
+// may run at once: each partition is pinned to one of them at a time, which keeps its
+// entities' commands in order.
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	rc, err := Function(ctx, js, cfg)
 	if err != nil {

@@ -137,6 +137,7 @@ type upFlags struct {
 	syncAlways    bool
 	metricsListen string
 	partitions    int
+	inFlight      int
 	eventsMaxAge  time.Duration
 	emit          emitFlags
 	security      securityFlags
@@ -201,6 +202,7 @@ memory at each start; nothing is written to disk. In-process connections never u
 	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store (of every node) to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
+	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
 	addEmitFlags(c, &f.emit)
 	addSecurityFlags(c, &f.security)
@@ -268,7 +270,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, EventsMaxAge: f.eventsMaxAge})
+	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {
@@ -508,9 +510,9 @@ type changeJSON struct {
 
 func (a *app) provisionCommand() *cobra.Command {
 	var (
-		replicas, partitions int
-		eventsMaxAge         time.Duration
-		tick                 time.Duration
+		replicas, partitions, inFlight int
+		eventsMaxAge                   time.Duration
+		tick                           time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "provision [flags]",
@@ -534,7 +536,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 			// A user that may not provision fails at once instead of waiting for the timeout.
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
-				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, Tick: tick, EventsMaxAge: eventsMaxAge})
+				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge})
 				return err
 			})
 			if rep != nil {
@@ -562,10 +564,13 @@ an existing stream, such as the partition count, is reported as failed).`,
 	d := provision.DefaultConfig()
 	c.Flags().IntVar(&replicas, "replicas", d.Replicas, "replicas of every stream and of the bucket: 1, 3 or 5")
 	c.Flags().IntVar(&partitions, "partitions", d.Partitions, "partitions of the commands stream")
+	c.Flags().IntVar(&inFlight, "in-flight", d.InFlight, inFlightUsage)
 	c.Flags().DurationVar(&eventsMaxAge, "events-retention", d.EventsMaxAge, "how long outcome events (the audit history) are kept")
 	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
 	return c
 }
+
+const inFlightUsage = "commands of one partition out at once (to the one replica serving it, which runs different entities' commands at once and one entity's in order)"
 
 func (a *app) functionCommand() *cobra.Command {
 	var (

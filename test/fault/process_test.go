@@ -57,8 +57,9 @@ func TestProcess_CommandReplicaKilledMidLoad(t *testing.T) {
 	startFunction(t, "command-1-again", "command", st.url, commandEnv(r, "c1-again"))
 	t.Logf("command-1 started again %s after the kill, with %d outcomes published",
 		time.Since(killedAt).Round(time.Millisecond), streamMsgs(st.js, domain.EventsStream))
-	// The commands the dead replica held come back after the ack wait (5 s here); until then
-	// their partitions wait, as each keeps one command in flight to keep per-entity order.
+	// The dead replica's partitions move after the pinned TTL and the commands it held come
+	// back after the ack wait (5 s each here); until then its partitions wait, to keep
+	// per-entity order.
 	time.Sleep(time.Until(killedAt.Add(6 * time.Second)))
 	t.Logf("%d outcomes published 6s after the kill", streamMsgs(st.js, domain.EventsStream))
 
