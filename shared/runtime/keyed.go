@@ -406,16 +406,16 @@ func (r *runner) balance(ctx context.Context, ks []*keyed, every time.Duration) 
 			return
 		case <-t.C:
 		}
-		replicas := 0
+		replicas := -1 // the fewest pull requests waiting on any consumer
 		var mine []*keyed
 		for _, k := range ks {
 			info, err := k.cons.Info(ctx)
 			if err != nil {
 				r.log.Debug("balance: consumer info", "consumer", k.name, "err", err)
-				replicas = 0
+				replicas = -1
 				break
 			}
-			if replicas == 0 || info.NumWaiting < replicas {
+			if replicas < 0 || info.NumWaiting < replicas {
 				replicas = info.NumWaiting
 			}
 			if k.pinnedHere(info) {
