@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -38,7 +39,8 @@ type keyedEntry struct {
 	msg      Message
 	key      string
 	received time.Time
-	running  bool
+	running  bool // handed to a goroutine
+	readied  bool // heads its key and waits in ready for a free slot
 }
 
 // keyed serves one pinned consumer.
@@ -140,9 +142,20 @@ func (k *keyed) lift() {
 	for {
 		k.mu.Lock()
 		pin := k.newestPinLocked()
+		// Only messages in hand before the server counts, and still in hand after, may be
+		// matched against its count: one that arrives meanwhile, or is settled meanwhile, may
+		// or may not be in it.
+		before := make(map[uint64]*keyedEntry, len(k.held))
+		maps.Copy(before, k.held)
 		k.mu.Unlock()
 		info, err := k.cons.Info(k.ctx)
 		k.mu.Lock()
+		inHand := 0
+		for seq, e := range before {
+			if k.held[seq] == e {
+				inHand++
+			}
+		}
 		if err == nil && pinnedID(info, k.group) != pin && k.newestPinLocked() == pin {
 			// The pin moved on before the fence lifted: give the fenced messages back, so that
 			// the replica holding the pin now gets them (two replicas each waiting for the
@@ -157,7 +170,7 @@ func (k *keyed) lift() {
 			k.mu.Unlock()
 			return
 		}
-		if err == nil && info.NumAckPending <= len(k.held) && k.newestPinLocked() == pin {
+		if err == nil && info.NumAckPending <= inHand && k.newestPinLocked() == pin {
 			slices.SortFunc(k.fenced, func(a, b *keyedEntry) int { return cmp.Compare(a.msg.Seq, b.msg.Seq) })
 			for _, e := range k.fenced {
 				k.admitLocked(e)
@@ -169,7 +182,7 @@ func (k *keyed) lift() {
 		if err != nil {
 			k.r.log.Debug("fence: consumer info", "consumer", k.name, "err", err)
 		} else {
-			k.r.log.Debug("fence: waiting for messages held elsewhere", "consumer", k.name, "ack_pending", info.NumAckPending, "held", len(k.held))
+			k.r.log.Debug("fence: waiting for messages held elsewhere", "consumer", k.name, "ack_pending", info.NumAckPending, "in_hand", inHand)
 		}
 		k.mu.Unlock()
 		if !sleep(k.ctx, fenceCheckEvery) {
@@ -188,12 +201,19 @@ func (k *keyed) newestPinLocked() string {
 	return k.fenced[len(k.fenced)-1].raw.Headers().Get(HeaderPinID)
 }
 
-// admitLocked queues e behind the messages of its key and starts it if it is at the head.
+// admitLocked queues e behind the messages of its key, in stream order, and readies it if it
+// heads the queue. A message that comes late (a redelivery with a lower sequence) goes before
+// the queued ones it precedes, never before one that already runs; the head it displaces waits
+// again.
 func (k *keyed) admitLocked(e *keyedEntry) {
 	q := k.queues[e.key]
 	i := len(q)
 	for i > 0 && q[i-1].msg.Seq > e.msg.Seq && !q[i-1].running {
 		i--
+	}
+	if i == 0 && len(q) > 0 && q[0].readied {
+		k.ready = slices.DeleteFunc(k.ready, func(w *keyedEntry) bool { return w == q[0] })
+		q[0].readied = false
 	}
 	k.queues[e.key] = slices.Insert(q, i, e)
 	if i == 0 {
@@ -201,8 +221,10 @@ func (k *keyed) admitLocked(e *keyedEntry) {
 	}
 }
 
+// readyLocked starts e, or queues it for the next free slot.
 func (k *keyed) readyLocked(e *keyedEntry) {
 	if k.running >= k.r.cfg.Concurrency {
+		e.readied = true
 		k.ready = append(k.ready, e)
 		return
 	}
@@ -219,26 +241,30 @@ func (k *keyed) run(e *keyedEntry) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.running--
-	q := k.queues[e.key]
+	q := slices.DeleteFunc(k.queues[e.key], func(w *keyedEntry) bool { return w == e })
+	delete(k.held, e.msg.Seq)
 	if !settled {
-		// Shutting down before the message was settled: it and everything of its key behind it
-		// go back to the server, which redelivers them in order.
+		// Shutting down before the message was settled: everything of its key behind it goes
+		// back to the server too, which redelivers them in order.
 		for _, w := range q {
 			delete(k.held, w.msg.Seq)
 		}
+		k.ready = slices.DeleteFunc(k.ready, func(w *keyedEntry) bool { return w.key == e.key })
+		q = nil
+	}
+	if len(q) == 0 {
 		delete(k.queues, e.key)
 	} else {
-		delete(k.held, e.msg.Seq)
-		if q = q[1:]; len(q) == 0 {
-			delete(k.queues, e.key)
-		} else {
-			k.queues[e.key] = q
+		k.queues[e.key] = q
+		if !q[0].running && !q[0].readied {
+			q[0].readied = true
 			k.ready = append(k.ready, q[0])
 		}
 	}
 	for len(k.ready) > 0 && k.running < k.r.cfg.Concurrency {
 		next := k.ready[0]
 		k.ready = k.ready[1:]
+		next.readied = false
 		k.readyLocked(next)
 	}
 	k.signalIdleLocked()

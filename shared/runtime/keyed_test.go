@@ -375,3 +375,17 @@ func TestKeyed_ReplicaThatLostThePinGivesFencedMessagesBack(t *testing.T) {
 		t.Errorf("a1 ran before a0: %v", log)
 	}
 }
+
+func TestKeyed_UnknownConsumerFailsRunAfterClosingTheOthers(t *testing.T) {
+	e := newEnv(t)
+	e.addPinned("p", 64, 10*time.Second)
+	for i := 0; i < 50; i++ {
+		e.publish(fmt.Sprintf("t.k%d.0", i%5), "x", nil)
+	}
+	cfg := keyedConfig("p", 4, func(context.Context, runtime.Message) error { return nil })
+	cfg.Consumers = []string{"p", "missing"}
+	err := runtime.Run(context.Background(), e.js, cfg)
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Run with a missing consumer: %v, want an error naming it", err)
+	}
+}

@@ -169,6 +169,14 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			hcancel()
 			r.closeQueues()
 			workers.Wait()
+			// A keyed callback never blocks: once its consume context is closed, nothing
+			// files messages any more and the keyed consumer can be closed.
+			for _, c := range ccs {
+				select {
+				case <-c.Closed():
+				case <-time.After(5 * time.Second):
+				}
+			}
 			for _, k := range keyeds {
 				k.close(context.WithoutCancel(ctx))
 			}

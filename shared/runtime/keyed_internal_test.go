@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// heldMsg is a delivered message as the keyed queues see it; only what they call is real.
+type heldMsg struct {
+	jetstream.Msg
+	subject string
+	seq     uint64
+}
+
+func (m *heldMsg) Subject() string      { return m.subject }
+func (m *heldMsg) Data() []byte         { return nil }
+func (m *heldMsg) Headers() nats.Header { return nats.Header{} }
+func (m *heldMsg) Ack() error           { return nil }
+func (m *heldMsg) InProgress() error    { return nil }
+func (m *heldMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq}, NumDelivered: 2}, nil
+}
+
+// A message that comes back late (a redelivery with a lower sequence) while the head of its
+// key waits for a free slot goes first, and every message runs exactly once.
+func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
+	var mu sync.Mutex
+	var order []uint64
+	gate := make(chan struct{})
+	r := &runner{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 1, MaxDeliver: 10,
+		Handler: func(_ context.Context, m Message) error {
+			if m.Seq == 5 {
+				<-gate
+			}
+			mu.Lock()
+			order = append(order, m.Seq)
+			mu.Unlock()
+			return nil
+		}}
+	if err := r.cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if r.metrics, err = newMetrics(r.cfg.Meter); err != nil {
+		t.Fatal(err)
+	}
+	k := &keyed{r: r, name: "p", ctx: context.Background(), held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
+	add := func(key string, seq uint64) {
+		raw := &heldMsg{subject: "t." + key, seq: seq}
+		e := &keyedEntry{raw: raw, msg: toMessage(raw, "p"), key: key, received: time.Now()}
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.held[seq] = e
+		k.admitLocked(e)
+	}
+	add("y", 5)  // runs, and holds the only slot
+	add("x", 20) // heads x, waits for the slot
+	add("x", 15) // comes back late
+	close(gate)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	k.drained(ctx)
+	k.wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []uint64{5, 15, 20}; !slices.Equal(order, want) {
+		t.Errorf("handled %v, want %v", order, want)
+	}
+	if len(k.held) != 0 || len(k.queues) != 0 || len(k.ready) != 0 {
+		t.Errorf("left behind: %d held, %d queues, %d ready", len(k.held), len(k.queues), len(k.ready))
+	}
+}
