@@ -25,6 +25,11 @@ const (
 	CommandConsumerPrefix = "command-p"
 )
 
+// PinnedTTL is how long a partition stays pinned to a replica that stopped renewing its pulls:
+// the ack wait, but at least 3 s, so that a live replica (which pulls again at least every
+// second) never loses it between pulls.
+func PinnedTTL(ackWait time.Duration) time.Duration { return max(ackWait, 3*time.Second) }
+
 // CommandPriorityGroup is the priority group the command function pulls with.
 const CommandPriorityGroup = "command"
 
@@ -264,7 +269,7 @@ func Consumers(c Config) []StreamConsumer {
 			// previous holder's commands are settled.
 			PriorityPolicy: jetstream.PriorityPolicyPinned,
 			PriorityGroups: []string{CommandPriorityGroup},
-			PinnedTTL:      c.AckWait,
+			PinnedTTL:      PinnedTTL(c.AckWait),
 			MaxAckPending:  c.InFlight,
 			AckWait:        c.AckWait,
 			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its

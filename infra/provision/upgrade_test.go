@@ -38,8 +38,8 @@ func TestRun_UnpinnedPartitionConsumerIsMovedToPinnedInPlace(t *testing.T) {
 	}
 	got := c.CachedInfo().Config
 	want := provision.DefaultConfig()
-	if got.PriorityPolicy != jetstream.PriorityPolicyPinned || got.MaxAckPending != want.InFlight || got.PinnedTTL != want.AckWait {
+	if got.PriorityPolicy != jetstream.PriorityPolicyPinned || got.MaxAckPending != want.InFlight || got.PinnedTTL != provision.PinnedTTL(want.AckWait) {
 		t.Errorf("after provisioning: policy %v, max ack pending %d, pinned TTL %s; want pinned, %d, %s",
-			got.PriorityPolicy, got.MaxAckPending, got.PinnedTTL, want.InFlight, want.AckWait)
+			got.PriorityPolicy, got.MaxAckPending, got.PinnedTTL, want.InFlight, provision.PinnedTTL(want.AckWait))
 	}
 }

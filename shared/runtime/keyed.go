@@ -60,6 +60,7 @@ type keyed struct {
 	pin      string        // the pin whose messages run without a fence
 	fenced   []*keyedEntry // received under a new pin, waiting for the check
 	checking bool
+	closed   bool
 	idle     chan struct{} // closed and replaced whenever held becomes empty
 	wg       sync.WaitGroup
 	stop     chan struct{}
@@ -117,6 +118,9 @@ func (k *keyed) receive(raw jetstream.Msg) {
 	pin := raw.Headers().Get(HeaderPinID)
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.closed {
+		return // stopped: the server redelivers it
+	}
 	if _, dup := k.held[msg.Seq]; dup {
 		return // a redelivery of a message in hand: the copy in hand is settled
 	}
@@ -152,7 +156,8 @@ func (k *keyed) lift() {
 		k.mu.Lock()
 		inHand := 0
 		for seq, e := range before {
-			if k.held[seq] == e {
+			// One that runs may have sent its ack already: the server may not count it.
+			if k.held[seq] == e && !e.running {
 				inHand++
 			}
 		}
@@ -334,6 +339,9 @@ func (k *keyed) drained(ctx context.Context) {
 // hands the pin over at once if this replica still holds it, instead of making the next
 // replica wait for the pinned TTL.
 func (k *keyed) close(ctx context.Context) {
+	k.mu.Lock()
+	k.closed = true // no callback starts work from here on
+	k.mu.Unlock()
 	close(k.stop)
 	k.wg.Wait()
 	k.mu.Lock()
