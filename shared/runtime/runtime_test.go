@@ -719,9 +719,12 @@ func TestRun_DrainWithBackloggedConsumersHandlesEverythingInHand(t *testing.T) {
 		e.publish(fmt.Sprintf("t.fast.%d", i), fmt.Sprintf("f-%d", i), nil)
 		e.publish(fmt.Sprintf("t.slowc.%d", i), fmt.Sprintf("s-%d", i), nil)
 	}
-	// All three messages of each consumer are in the runtime's hands.
+	// All three messages of each consumer are in the runtime's hands, and each consumer's
+	// worker is busy with its first (the server counting a message out does not mean the client
+	// has read it yet).
 	eventually(t, 5*time.Second, "three messages delivered to each consumer", func() bool {
-		return e.consumerInfo("fast").NumAckPending == 3 && e.consumerInfo("slowc").NumAckPending == 3
+		return e.consumerInfo("fast").NumAckPending == 3 && e.consumerInfo("slowc").NumAckPending == 3 &&
+			rec.count("f-0") == 1 && rec.count("s-0") == 1
 	})
 	if err := run.stop(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
