@@ -67,21 +67,18 @@ type keyed struct {
 }
 
 func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, jetstream.ConsumeContext, error) {
-	cons, err := r.js.Consumer(ctx, r.cfg.Stream, name)
+	cons, ackWait, err := r.consumer(ctx, name)
 	if err != nil {
-		return nil, nil, fmt.Errorf("function %s: consumer %s/%s: %w", r.cfg.Name, r.cfg.Stream, name, err)
+		return nil, nil, err
 	}
 	cfg := cons.CachedInfo().Config
 	if cfg.PriorityPolicy != jetstream.PriorityPolicyPinned || len(cfg.PriorityGroups) == 0 {
 		return nil, nil, fmt.Errorf("function %s: consumer %s/%s: %w (run provisioning again)", r.cfg.Name, r.cfg.Stream, name, ErrNotPinned)
 	}
 	k := &keyed{
-		r: r, name: name, cons: cons, group: cfg.PriorityGroups[0], ackWait: cfg.AckWait, ctx: hctx,
+		r: r, name: name, cons: cons, group: cfg.PriorityGroups[0], ackWait: ackWait, ctx: hctx,
 		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{},
 		idle: make(chan struct{}), stop: make(chan struct{}),
-	}
-	if k.ackWait <= 0 {
-		k.ackWait = 30 * time.Second
 	}
 	window := max(cfg.MaxAckPending, 1)
 	// The pull expires well inside the pinned TTL: a pinned replica that is alive renews its
@@ -96,13 +93,7 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 		jetstream.PullPriorityGroup(k.group),
 		jetstream.PullMaxMessages(window),
 		jetstream.PullExpiry(expiry),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, jetstream.ErrNoHeartbeat) {
-				r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
-				return
-			}
-			r.log.Debug("consume", "consumer", name, "err", err)
-		}))
+		r.consumeErrors(name))
 	if err != nil {
 		close(k.stop)
 		k.wg.Wait()
@@ -377,11 +368,7 @@ func (r *runner) processInPlace(ctx context.Context, consumer string, raw jetstr
 	start := time.Now()
 	var err error
 	for {
-		if msg.Delivered > uint64(r.cfg.MaxDeliver) {
-			err = Permanent(fmt.Errorf("delivered %d times, past the budget of %d, without a settled result", msg.Delivered, r.cfg.MaxDeliver))
-		} else {
-			err = r.call(ctx, msg)
-		}
+		err = r.attempt(ctx, msg)
 		if err == nil || errors.Is(err, ErrPermanent) || msg.Delivered >= uint64(r.cfg.MaxDeliver) {
 			break
 		}

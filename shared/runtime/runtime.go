@@ -270,14 +270,34 @@ func (r *runner) enqueue(q chan held, msg jetstream.Msg, ackWait time.Duration) 
 	q <- held{msg: msg, stop: keepAlive(msg, ackWait)}
 }
 
-func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.WaitGroup) (jetstream.ConsumeContext, error) {
+// consumer binds to the durable consumer name and returns it with its ack wait.
+func (r *runner) consumer(ctx context.Context, name string) (jetstream.Consumer, time.Duration, error) {
 	cons, err := r.js.Consumer(ctx, r.cfg.Stream, name)
 	if err != nil {
-		return nil, fmt.Errorf("function %s: consumer %s/%s: %w", r.cfg.Name, r.cfg.Stream, name, err)
+		return nil, 0, fmt.Errorf("function %s: consumer %s/%s: %w", r.cfg.Name, r.cfg.Stream, name, err)
 	}
 	ackWait := cons.CachedInfo().Config.AckWait
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second
+	}
+	return cons, ackWait, nil
+}
+
+// consumeErrors logs what a consume of consumer name reports; nats.go itself reconnects.
+func (r *runner) consumeErrors(name string) jetstream.PullConsumeOpt {
+	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
+			return
+		}
+		r.log.Debug("consume", "consumer", name, "err", err)
+	})
+}
+
+func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.WaitGroup) (jetstream.ConsumeContext, error) {
+	cons, ackWait, err := r.consumer(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	// The callback only hands the message over; the buffer holds what one pull may bring. When
 	// every worker is busy the callback waits, with the message kept alive (see enqueue).
@@ -300,13 +320,7 @@ func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.W
 		// concurrency (as provisioned) the server never sends more than the workers can take.
 		jetstream.PullMaxMessages(r.cfg.Concurrency+2),
 		jetstream.PullExpiry(10*time.Second),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				r.log.Debug("consume", "consumer", name, "err", err)
-				return
-			}
-			r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
-		}))
+		r.consumeErrors(name))
 	if err != nil {
 		return nil, fmt.Errorf("function %s: consume %s: %w", r.cfg.Name, name, err)
 	}
@@ -325,19 +339,22 @@ func toMessage(msg jetstream.Msg, consumer string) Message {
 func (r *runner) process(ctx context.Context, consumer string, raw jetstream.Msg, stop func()) {
 	msg := toMessage(raw, consumer)
 	start := time.Now()
-	var err error
-	if msg.Delivered > uint64(r.cfg.MaxDeliver) {
-		// Past the budget the handler already had its last try: the process handling it died
-		// (or the dead letter failed). Do not give a message that kills processes another go.
-		err = Permanent(fmt.Errorf("delivered %d times, past the budget of %d, without a settled result", msg.Delivered, r.cfg.MaxDeliver))
-	} else {
-		err = r.call(ctx, msg)
-	}
+	err := r.attempt(ctx, msg)
 	// Settling can take a few calls (a dead letter and its outcome): keep the message alive
 	// until it is settled, so that no other replica gets it meanwhile.
 	result := r.settle(ctx, raw, msg, err, false)
 	stop()
 	r.metrics.record(ctx, r.cfg.Stream, consumer, result, err, time.Since(start))
+}
+
+// attempt runs the handler on msg, unless msg is past the delivery budget: then the handler
+// already had its last try and the process handling it died (or the dead letter failed), and a
+// message that kills processes gets no other go.
+func (r *runner) attempt(ctx context.Context, msg Message) error {
+	if msg.Delivered > uint64(r.cfg.MaxDeliver) {
+		return Permanent(fmt.Errorf("delivered %d times, past the budget of %d, without a settled result", msg.Delivered, r.cfg.MaxDeliver))
+	}
+	return r.call(ctx, msg)
 }
 
 // call runs the handler, turning a panic into a permanent failure: a poison message must not
