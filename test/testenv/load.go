@@ -65,13 +65,19 @@ func PublishAll(t testing.TB, js jetstream.JetStream, cmds []domain.Command, onA
 	const window = 256
 	pending := make([]jetstream.PubAckFuture, 0, window)
 	acked := 0
+	expired := make(chan time.Time)
+	close(expired)
 	settle := func() {
+		// One wait for the whole window: acks lost with a killed server never come, and waiting
+		// for each of them in turn would stall the load for minutes.
+		deadline := time.After(10 * time.Second)
 		for _, f := range pending {
 			select {
 			case <-f.Ok():
 			case <-f.Err():
 				publishSync(t, js, f.Msg())
-			case <-time.After(10 * time.Second):
+			case <-deadline:
+				deadline = expired // the rest are published again at once (same ids)
 				publishSync(t, js, f.Msg())
 			}
 			acked++
