@@ -49,7 +49,7 @@ func TestProcess_CommandReplicaKilledMidLoad(t *testing.T) {
 	}
 	outcomes := streamMsgs(st.js, domain.EventsStream)
 	killedAt := time.Now()
-	victim.kill()
+	victim.Kill()
 	t.Logf("SIGKILL command-1 with %d commands stored and %d outcomes published", third, outcomes)
 
 	testenv.PublishAll(t, st.js, cmds[third:], nil)
@@ -138,7 +138,7 @@ func TestProcess_EmitterHolderKilled(t *testing.T) {
 	}
 	before := r.Len()
 	last := emissions(r)
-	emitters[holder].kill()
+	emitters[holder].Kill()
 	killedAt := time.Now()
 	t.Logf("SIGKILL emitter %s while it held tick #%d (last emission %s before; %d of %d outcomes published)", holder, heldSeq,
 		killedAt.Sub(last[len(last)-1].at).Round(time.Millisecond), streamMsgs(st.js, domain.EventsStream), len(cmds))
@@ -187,7 +187,7 @@ func TestProcess_EmitterHolderKilled(t *testing.T) {
 func waitLog(p *proc, re *regexp.Regexp, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
-		if re.MatchString(tail(p.errPath, 1000)) {
+		if re.MatchString(testenv.Tail(p.ErrPath, 1000)) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -347,7 +347,7 @@ func TestProcess_StackRestartedOnSameStore(t *testing.T) {
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
 	upArgs := []string{"up", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data", t.TempDir(), "--tick", tick.String(), "--metrics-listen", ""}
 	up := startProc(t, "up-1", commandEnv(r, "up-1"), upArgs...)
-	up.waitFor("ready:", time.Minute)
+	up.WaitFor("ready:", time.Minute)
 	startFunction(t, "command-ext", "command", url, commandEnv(r, "command-ext"))
 	startFunction(t, "emitter-ext", "emitter", url, procEnv(otelEnv(r, "emitter-ext")...))
 
@@ -381,15 +381,15 @@ func TestProcess_StackRestartedOnSameStore(t *testing.T) {
 	}()
 	outcomes := streamMsgs(js, domain.EventsStream)
 	termAt := time.Now()
-	if err := up.term(time.Minute); err != nil {
+	if err := up.Term(time.Minute); err != nil {
 		t.Errorf("maintctl up after SIGTERM: %v", err)
 	}
 	stopped := time.Since(termAt)
-	if !up.logContains("stopped") {
+	if !up.LogContains("stopped") {
 		t.Errorf("maintctl up did not report a clean stop")
 	}
 	up = startProc(t, "up-2", commandEnv(r, "up-2"), upArgs...)
-	up.waitFor("ready:", time.Minute)
+	up.WaitFor("ready:", time.Minute)
 	restartedAt := time.Now()
 	before := r.Len()
 	t.Logf("SIGTERM to `maintctl up` with %d outcomes published; it stopped in %s; ready again %s after the SIGTERM",

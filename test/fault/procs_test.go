@@ -1,16 +1,11 @@
 package fault
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,30 +34,11 @@ func needBinary(t *testing.T) {
 	}
 }
 
-// proc is one maintctl process. Its stdout and stderr go to files in the test's temporary
-// directory; their tails are logged when the test fails.
-type proc struct {
-	t       *testing.T
-	name    string
-	cmd     *exec.Cmd
-	outPath string
-	errPath string
-	exited  chan struct{}
-	waitErr error
-}
+// proc is one maintctl process.
+type proc = testenv.Proc
 
-// procEnv is the environment of every process: the test's, without anything that would point
-// maintctl elsewhere (NATS_URL, OTEL_*), plus extra.
-func procEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "NATS_URL=") || strings.HasPrefix(kv, "OTEL_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
+// procEnv is the environment of every process (testenv.ProcEnv).
+func procEnv(extra ...string) []string { return testenv.ProcEnv(extra...) }
 
 // otelEnv points a process's OTLP export at the receiver over gRPC, with replica=name as a
 // resource attribute (kept on emissions, which carry no service.instance.id).
@@ -77,36 +53,9 @@ func otelEnv(r *otlpreceiver.Receiver, replica string) []string {
 // startProc starts `maintctl args...` with env; name labels its log files.
 func startProc(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	dir := t.TempDir()
-	p := &proc{t: t, name: name, exited: make(chan struct{}),
-		outPath: filepath.Join(dir, name+".stdout"), errPath: filepath.Join(dir, name+".stderr")}
-	stdout, err := os.Create(p.outPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := os.Create(p.errPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		_ = stdout.Close()
-		_ = stderr.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s (%s): exit %v\n--- stdout (tail)\n%s--- stderr (tail)\n%s", name, strings.Join(args, " "), p.waitErr, tail(p.outPath, 30), tail(p.errPath, 40))
-		}
-	})
-	return p
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	return testenv.StartProc(t, name, cmd)
 }
 
 // startFunction runs `maintctl function NAME --server url` and waits until it serves.
@@ -117,72 +66,8 @@ func startFunction(t *testing.T, name, function, url string, env []string) *proc
 		args = append(args, "--log-level", "debug")
 	}
 	p := startProc(t, name, env, args...)
-	p.waitFor("function started", 30*time.Second)
+	p.WaitFor("function started", 30*time.Second)
 	return p
-}
-
-// waitFor waits until the process's stdout or stderr contains s.
-func (p *proc) waitFor(s string, timeout time.Duration) {
-	p.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !p.logContains(s) {
-		select {
-		case <-p.exited:
-			p.t.Fatalf("%s exited (%v) before saying %q\nstderr:\n%s", p.name, p.waitErr, s, tail(p.errPath, 40))
-		case <-time.After(25 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%s did not say %q within %s\nstderr:\n%s", p.name, s, timeout, tail(p.errPath, 40))
-		}
-	}
-}
-
-func (p *proc) logContains(s string) bool {
-	for _, path := range []string{p.outPath, p.errPath} {
-		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(s)) {
-			return true
-		}
-	}
-	return false
-}
-
-// kill sends SIGKILL (if still running) and waits for the process to end.
-func (p *proc) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-// term sends SIGTERM and waits up to timeout for the process to exit; it returns the exit
-// error (nil for status 0).
-func (p *proc) term(timeout time.Duration) error {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("SIGTERM %s: %w", p.name, err)
-	}
-	select {
-	case <-p.exited:
-		return p.waitErr
-	case <-time.After(timeout):
-		p.kill()
-		return fmt.Errorf("%s did not exit within %s of SIGTERM", p.name, timeout)
-	}
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error() + "\n"
-	}
-	lines := strings.SplitAfter(string(b), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "")
 }
 
 // stack is an embedded nats-server listening on loopback, provisioned with a 1 s tick, and
