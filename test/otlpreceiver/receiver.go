@@ -72,10 +72,15 @@ func WithoutPayloads() Option { return func(r *Receiver) { r.dropPayloads = true
 // WithMaxRecvMsgSize changes the gRPC message size limit (default 4 MiB).
 func WithMaxRecvMsgSize(n int) Option { return func(r *Receiver) { r.maxRecv = n } }
 
+// WithHost makes the receiver listen on host instead of 127.0.0.1 (an address of a test
+// network that processes in other network namespaces reach).
+func WithHost(host string) Option { return func(r *Receiver) { r.host = host } }
+
 // Receiver is a running OTLP metrics receiver. Its methods are safe for concurrent use.
 type Receiver struct {
 	dropPayloads bool
 	maxRecv      int
+	host         string
 
 	grpcAddr string
 	httpAddr string
@@ -94,15 +99,15 @@ type Receiver struct {
 
 // New starts a receiver on two free loopback ports.
 func New(opts ...Option) (*Receiver, error) {
-	r := &Receiver{maxRecv: DefaultMaxRecvMsgSize, changed: make(chan struct{})}
+	r := &Receiver{maxRecv: DefaultMaxRecvMsgSize, changed: make(chan struct{}), host: "127.0.0.1"}
 	for _, o := range opts {
 		o(r)
 	}
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	gl, err := net.Listen("tcp", net.JoinHostPort(r.host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("otlpreceiver: listen grpc: %w", err)
 	}
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	hl, err := net.Listen("tcp", net.JoinHostPort(r.host, "0"))
 	if err != nil {
 		_ = gl.Close()
 		return nil, fmt.Errorf("otlpreceiver: listen http: %w", err)

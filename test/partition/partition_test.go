@@ -1,0 +1,495 @@
+package partition
+
+// The partition scenarios: a 3-node nats-server cluster (sync before acknowledging), two
+// command and two emitter replicas and the load publishers, each process in a network
+// namespace of its own, under a steady load of about 100 commands a second over 30 entities;
+// one link is cut and healed (or flaps) while the load runs. Each run reports what became of
+// every command and fails when a command is lost or has more than one effect or outcome.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
+)
+
+const (
+	pubRate    = 50.0 // commands per second of each of the two steady publishers
+	loadFor    = 35 * time.Second
+	entities   = 30
+	tick       = time.Second
+	ackTimeout = 5 * time.Second // a publisher's wait for each PubAck
+	// cutFor is longer than the commands' ack wait (5 s), so that a cut-off replica's
+	// commands are redelivered to the other while it may still hold them.
+	cutFor     = 12 * time.Second
+	faultAt    = 8 * time.Second
+	auditWait  = 2 * time.Minute
+	statusName = "cluster.maintenance.status"
+)
+
+// runs is how many times each scenario runs (MAINT_PARTITION_RUNS, default 3): a race shows
+// in some runs only.
+func runs(t *testing.T) int {
+	if v := os.Getenv("MAINT_PARTITION_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("MAINT_PARTITION_RUNS=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 3
+}
+
+// scenario is one partition: prepare runs once the stack is up and returns the publishers'
+// server lists; fault runs from the start of the load and cuts and heals links.
+type scenario struct {
+	name    string
+	about   string
+	prepare func(s *stack) (pubs []pubSpec)
+	fault   func(s *stack)
+}
+
+type pubSpec struct {
+	name    string
+	servers []*Node
+	rate    float64
+}
+
+func TestPartition(t *testing.T) {
+	needSuite(t)
+	n := runs(t)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			for i := 1; i <= n; i++ {
+				t.Run("run"+strconv.Itoa(i), func(t *testing.T) { runScenario(t, sc, i) })
+			}
+		})
+	}
+}
+
+// bothWays is the two steady publishers: one tries the nodes in order, the other in reverse,
+// so that they sit on different nodes (on both sides of a cut node).
+func bothWays(s *stack, first *Node) []pubSpec {
+	order := []*Node{first}
+	for _, nd := range s.cluster.Nodes {
+		if nd != first {
+			order = append(order, nd)
+		}
+	}
+	rev := make([]*Node, len(order))
+	for i, nd := range order {
+		rev[len(order)-1-i] = nd
+	}
+	return []pubSpec{{name: "pub-1", servers: order, rate: pubRate}, {name: "pub-2", servers: rev, rate: pubRate}}
+}
+
+var scenarios = []scenario{
+	{
+		name:  "a_leader_node_isolated",
+		about: "the node leading the commands stream and the bucket is cut off for 12 s, then healed",
+		prepare: func(s *stack) []pubSpec {
+			leader := s.leaderNode(domain.CommandsStream)
+			if err := MoveLeader(context.Background(), s.nc, s.js, "KV_"+domain.Bucket, leader.Name); err != nil {
+				s.t.Fatal(err)
+			}
+			s.victim = leader.Host
+			s.t.Logf("%s leads %s and KV_%s", leader.Name, domain.CommandsStream, domain.Bucket)
+			return bothWays(s, leader)
+		},
+		fault: func(s *stack) {
+			s.cut(s.victim, faultAt, cutFor)
+		},
+	},
+	{
+		name:  "b_command_replica_cut_off",
+		about: "one command replica is cut off for 12 s (longer than the 5 s ack wait), then healed",
+		prepare: func(s *stack) []pubSpec {
+			s.victim = s.commands[0].host
+			return bothWays(s, s.cluster.Nodes[0])
+		},
+		fault: func(s *stack) {
+			s.cut(s.victim, faultAt, cutFor)
+		},
+	},
+	{
+		name:  "c_tick_holder_isolated",
+		about: "the emitter replica that served the last tick is cut off for 12 s, then healed",
+		prepare: func(s *stack) []pubSpec {
+			return bothWays(s, s.cluster.Nodes[0])
+		},
+		fault: func(s *stack) {
+			s.sleepUntil(faultAt)
+			var holder *function
+			if ems := s.emissions(); len(ems) > 0 {
+				for _, e := range s.emitters {
+					if e.name == ems[len(ems)-1].replica {
+						holder = e
+					}
+				}
+			}
+			if holder == nil {
+				s.t.Errorf("no emission before the cut: cannot tell which emitter holds the tick")
+				return
+			}
+			s.victim = holder.host
+			s.cut(holder.host, faultAt, cutFor)
+		},
+	},
+	{
+		name:  "d_flapping_link",
+		about: "one command replica's link goes down and up every 1-3 s for 30 s",
+		prepare: func(s *stack) []pubSpec {
+			s.victim = s.commands[0].host
+			return bothWays(s, s.cluster.Nodes[0])
+		},
+		fault: func(s *stack) {
+			const from = 3 * time.Second
+			s.sleepUntil(from)
+			rng := rand.New(rand.NewPCG(uint64(s.run), 5))
+			end := s.start.Add(from + 30*time.Second)
+			flaps := 0
+			for time.Now().Before(end) {
+				s.victim.Cut()
+				time.Sleep(time.Second + time.Duration(rng.Int64N(int64(2*time.Second))))
+				s.victim.Heal()
+				flaps++
+				if time.Now().Before(end) {
+					time.Sleep(time.Second + time.Duration(rng.Int64N(int64(2*time.Second))))
+				}
+			}
+			s.note("%s: link flapped %d times over 30 s", s.victim.Name, flaps)
+		},
+	},
+	{
+		name:  "e_publisher_on_isolated_node",
+		about: "a third publisher knows only one node, which is cut off for 12 s, then healed",
+		prepare: func(s *stack) []pubSpec {
+			// A node that leads neither the commands stream nor the bucket: the cut then
+			// concerns that publisher, not the functions.
+			lead := map[string]bool{s.leaderNode(domain.CommandsStream).Name: true, s.leaderNode("KV_" + domain.Bucket).Name: true}
+			var only *Node
+			for _, nd := range s.cluster.Nodes {
+				if !lead[nd.Name] {
+					only = nd
+				}
+			}
+			s.victim = only.Host
+			pubs := bothWays(s, s.cluster.Nodes[0])
+			return append(pubs, pubSpec{name: "pub-only", servers: []*Node{only}, rate: 20})
+		},
+		fault: func(s *stack) {
+			s.cut(s.victim, faultAt, cutFor)
+		},
+	},
+}
+
+// function is one maintctl function process on a host of its own.
+type function struct {
+	name string
+	host *Host
+	proc *testenv.Proc
+}
+
+// stack is everything one run has: network, cluster, functions, the test's connection and
+// the OTLP receiver the emitters export to.
+type stack struct {
+	t        *testing.T
+	run      int
+	net      *Net
+	cluster  *Cluster
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	recv     *otlpreceiver.Receiver
+	commands []*function
+	emitters []*function
+	victim   *Host
+	start    time.Time
+
+	mu    sync.Mutex
+	notes []string
+}
+
+func startStack(t *testing.T, run int) *stack {
+	t.Helper()
+	s := &stack{t: t, run: run, net: NewNet(t)}
+	s.cluster = StartCluster(t, s.net, natsBin, 3)
+	s.nc = s.cluster.Connect(t)
+	s.js = testenv.JetStream(t, s.nc)
+	prov := hostCmd(maintctlBin, "provision", "--server", s.cluster.URLs(), "--replicas", "3", "--tick", tick.String())
+	prov.Env = testenv.ProcEnv()
+	if out, err := prov.CombinedOutput(); err != nil {
+		t.Fatalf("maintctl provision: %v\n%s", err, out)
+	}
+	s.recv = otlpreceiver.Start(t, otlpreceiver.WithHost(s.net.HostIP))
+	for i := 1; i <= 2; i++ {
+		s.commands = append(s.commands, s.startFunction(fmt.Sprintf("command-%d", i), "command"))
+		s.emitters = append(s.emitters, s.startFunction(fmt.Sprintf("emitter-%d", i), "emitter"))
+	}
+	return s
+}
+
+// startFunction runs `maintctl function KIND` on a new host, exporting to the receiver with
+// replica=name as a resource attribute.
+func (s *stack) startFunction(name, kind string) *function {
+	s.t.Helper()
+	h := s.net.AddHost(name)
+	cmd := h.Command(maintctlBin, "function", kind, "--server", s.cluster.URLs())
+	cmd.Env = testenv.ProcEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+s.recv.GRPCEndpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_RESOURCE_ATTRIBUTES=replica="+name)
+	p := testenv.StartProc(s.t, name, cmd)
+	p.WaitFor("function started", 30*time.Second)
+	return &function{name: name, host: h, proc: p}
+}
+
+// leaderNode is the node leading a stream, waiting for one to be elected.
+func (s *stack) leaderNode(stream string) *Node {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		name := StreamLeader(ctx, s.js, stream)
+		cancel()
+		if nd := s.cluster.Node(name); nd != nil {
+			return nd
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s has no leader", stream)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *stack) sleepUntil(d time.Duration) { time.Sleep(time.Until(s.start.Add(d))) }
+
+// note keeps a line for the run's log (the fault runs in a goroutine of its own).
+func (s *stack) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = append(s.notes, fmt.Sprintf("+%s ", time.Since(s.start).Round(100*time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+// cut cuts h's link at offset at of the load for d, then heals it.
+func (s *stack) cut(h *Host, at, d time.Duration) {
+	s.sleepUntil(at)
+	h.Cut()
+	s.note("%s (%s) cut off", h.Name, h.IP)
+	time.Sleep(d)
+	h.Heal()
+	s.note("%s healed", h.Name)
+}
+
+type emission struct {
+	at      time.Time
+	replica string
+}
+
+// emissions lists the status exports received, oldest first.
+func (s *stack) emissions() []emission {
+	var out []emission
+	for _, e := range s.recv.Exports() {
+		if !e.Has(statusName) {
+			continue
+		}
+		em := emission{at: e.At}
+		if ps := e.Find(statusName, nil); len(ps) > 0 {
+			em.replica = ps[0].Resource["replica"]
+		}
+		out = append(out, em)
+	}
+	return out
+}
+
+// publisher is one load publisher process and where its records go.
+type publisher struct {
+	spec pubSpec
+	cfg  PublisherConfig
+	proc *testenv.Proc
+}
+
+func (s *stack) startPublisher(sp pubSpec, prefix string, ids []string, seed uint64) *publisher {
+	s.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var urls []string
+	for _, nd := range sp.servers {
+		urls = append(urls, nd.URL)
+	}
+	cfg := PublisherConfig{Servers: strings.Join(urls, ","), IDPrefix: prefix + "-" + sp.name, Entities: ids, Rate: sp.rate,
+		Duration: loadFor, Seed: seed, AckTimeout: ackTimeout, Out: filepath.Join(s.t.TempDir(), sp.name+".jsonl")}
+	b, _ := json.Marshal(cfg)
+	h := s.net.AddHost(sp.name)
+	cmd := h.Command(self)
+	cmd.Env = testenv.ProcEnv(PublisherEnv + "=" + string(b))
+	return &publisher{spec: sp, cfg: cfg, proc: testenv.StartProc(s.t, sp.name, cmd)}
+}
+
+func runScenario(t *testing.T, sc scenario, run int) {
+	s := startStack(t, run)
+	t.Logf("scenario %s run %d: %s", sc.name[:1], run, sc.about)
+	pubs := sc.prepare(s)
+
+	// Bucket writes, followed from every node: a command written twice was applied twice.
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	var stops []func() map[string][]uint64
+	for _, nd := range s.cluster.Nodes {
+		stop, err := testenv.BucketWrites(wctx, testenv.JetStream(t, s.cluster.Connect(t, nd.URL)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops = append(stops, stop)
+	}
+
+	prefix := fmt.Sprintf("%s%d", sc.name[:1], run)
+	ids := testenv.ResourceIDs("part-"+prefix, entities)
+	s.start = time.Now()
+	var running []*publisher
+	for i, sp := range pubs {
+		running = append(running, s.startPublisher(sp, prefix, ids, uint64(run*10+i)))
+	}
+	faultDone := make(chan struct{})
+	go func() {
+		defer close(faultDone)
+		sc.fault(s)
+	}()
+	for _, p := range running {
+		select {
+		case <-p.proc.Exited():
+			if err := p.proc.WaitErr(); err != nil {
+				t.Errorf("%s: %v\n%s", p.spec.name, err, testenv.Tail(p.proc.ErrPath, 20))
+			}
+		case <-time.After(time.Until(s.start.Add(loadFor + ackTimeout + time.Minute))):
+			t.Fatalf("%s did not finish", p.spec.name)
+		}
+	}
+	<-faultDone
+	for _, h := range s.net.hosts {
+		h.Heal() // whatever a fault left cut (it heals its own; this is for a fault that failed)
+	}
+	s.mu.Lock()
+	for _, n := range s.notes {
+		t.Log(n)
+	}
+	s.mu.Unlock()
+
+	// What the publishers learnt.
+	acked := map[string]bool{}
+	var sent, nAcked, nErr, nTimeout int
+	unacked := map[string]bool{}
+	for _, p := range running {
+		recs, err := ReadPubRecords(p.cfg.Out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int(p.cfg.Rate * p.cfg.Duration.Seconds())
+		if len(recs) != want {
+			t.Errorf("%s sent %d commands but learnt the fate of %d: a publish neither acknowledged nor reported", p.spec.name, want, len(recs))
+		}
+		var pa, pe, pt int
+		for _, r := range recs {
+			switch r.Result {
+			case ResultAcked:
+				acked[r.ID] = true
+				pa++
+			case ResultError:
+				unacked[r.ID] = true
+				pe++
+			case ResultTimeout:
+				unacked[r.ID] = true
+				pt++
+			default:
+				t.Errorf("%s: %s: result %q", p.spec.name, r.ID, r.Result)
+			}
+		}
+		sent += len(recs)
+		nAcked, nErr, nTimeout = nAcked+pa, nErr+pe, nTimeout+pt
+		t.Logf("%s (%s): sent %d, acknowledged %d, error %d, timeout %d", p.spec.name, p.cfg.Servers, len(recs), pa, pe, pt)
+	}
+
+	a := testenv.RunAudit(t, s.js, testenv.AuditInput{
+		Ours:  func(id string) bool { return strings.HasPrefix(id, prefix+"-") },
+		Acked: acked,
+		Writes: func() map[string][]uint64 {
+			// A returning replica's late work shows within seconds of the heal; the load
+			// ended long after, and a little more time catches what follows the last outcome.
+			time.Sleep(2 * time.Second)
+			var all []map[string][]uint64
+			for _, stop := range stops {
+				all = append(all, stop())
+			}
+			return testenv.MergeWrites(all...)
+		},
+		Wait: auditWait,
+	})
+	storedUnacked := 0
+	for id := range unacked {
+		if a.IsStored(id) {
+			storedUnacked++
+		}
+	}
+
+	ems := s.emissions()
+	var gap time.Duration
+	var gapAt time.Time
+	for i := 1; i < len(ems); i++ {
+		if ems[i].at.Before(s.start) {
+			continue
+		}
+		if d := ems[i].at.Sub(ems[i-1].at); d > gap {
+			gap, gapAt = d, ems[i-1].at
+		}
+	}
+	byReplica := map[string]int{}
+	for _, e := range ems {
+		if !e.at.Before(s.start) {
+			byReplica[e.replica]++
+		}
+	}
+	t.Logf("emissions since the load began, by replica: %v; longest gap %s from +%s", byReplica, gap.Round(time.Millisecond), gapAt.Sub(s.start).Round(100*time.Millisecond))
+	if a.StallID != "" {
+		t.Logf("longest wait for an outcome: %s, command %s", a.MaxOutcomeStall.Round(time.Millisecond), a.StallID)
+	}
+	t.Logf("scenario=%s run=%d sent=%d acked=%d pub_errors=%d pub_timeouts=%d unacked_stored=%d stored=%d applied=%d rejected=%d dead_lettered=%d duplicate=%d lost=%d doubled=%d model_mismatches=%d max_outcome_stall=%s max_signal_gap=%s",
+		sc.name[:1], run, sent, nAcked, nErr, nTimeout, storedUnacked, a.Stored, a.Applied, a.Rejected, a.DeadLettered, a.Duplicate,
+		a.Lost, a.Doubles(), len(a.Mismatches), a.MaxOutcomeStall.Round(time.Millisecond), gap.Round(time.Millisecond))
+
+	report := func(what string, list []string) {
+		if len(list) == 0 {
+			return
+		}
+		sort.Strings(list)
+		shown := list
+		if len(shown) > 25 {
+			shown = shown[:25]
+		}
+		t.Errorf("%d %s:\n  %s", len(list), what, strings.Join(shown, "\n  "))
+	}
+	report("acknowledged commands not in the commands stream (lost)", a.AckedMissed)
+	report("stored commands without an outcome (lost)", a.NoOutcome)
+	report("commands applied or answered more than once (doubled)", a.Doubled)
+	report("outcomes or records that differ from the sequential model", a.Mismatches)
+	if sent == 0 || a.Stored == 0 {
+		t.Errorf("no load: sent %d, stored %d", sent, a.Stored)
+	}
+}
+
+// hostCmd runs a program in the test's own namespace (the host side of the network).
+func hostCmd(bin string, args ...string) *exec.Cmd { return exec.Command(bin, args...) }
