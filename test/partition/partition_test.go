@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,8 +118,19 @@ var scenarios = []scenario{
 		},
 	},
 	{
-		name:  "b_command_replica_cut_off",
-		about: "one command replica is cut off for 12 s (longer than the 5 s ack wait), then healed",
+		name:  "b_command_replica_cut_8s",
+		about: "one command replica is cut off for 8 s (longer than the 5 s ack wait, shorter than the servers' 10 s write deadline, so its connection survives), then healed",
+		prepare: func(s *stack) []pubSpec {
+			s.victim = s.commands[0].host
+			return bothWays(s, s.cluster.Nodes[0])
+		},
+		fault: func(s *stack) {
+			s.cut(s.victim, faultAt, 8*time.Second)
+		},
+	},
+	{
+		name:  "b_command_replica_cut_12s",
+		about: "one command replica is cut off for 12 s (longer than the 5 s ack wait and the servers' 10 s write deadline, which closes its connection), then healed",
 		prepare: func(s *stack) []pubSpec {
 			s.victim = s.commands[0].host
 			return bothWays(s, s.cluster.Nodes[0])
@@ -249,9 +261,11 @@ func startStack(t *testing.T, run int) *stack {
 func (s *stack) startFunction(name, kind string) *function {
 	s.t.Helper()
 	h := s.net.AddHost(name)
-	cmd := h.Command(maintctlBin, "function", kind, "--server", s.cluster.URLs())
+	// Debug logs name the stream sequences a replica retried, fenced or dead-lettered: the
+	// trail of a doubled command. Metrics every second tell how much each replica handled.
+	cmd := h.Command(maintctlBin, "function", kind, "--server", s.cluster.URLs(), "--log-level", "debug")
 	cmd.Env = testenv.ProcEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+s.recv.GRPCEndpoint(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
-		"OTEL_RESOURCE_ATTRIBUTES=replica="+name)
+		"OTEL_RESOURCE_ATTRIBUTES=replica="+name, "OTEL_METRIC_EXPORT_INTERVAL=1000")
 	p := testenv.StartProc(s.t, name, cmd)
 	p.WaitFor("function started", 30*time.Second)
 	return &function{name: name, host: h, proc: p}
@@ -345,6 +359,23 @@ func runScenario(t *testing.T, sc scenario, run int) {
 	s := startStack(t, run)
 	t.Logf("scenario %s run %d: %s", sc.name[:1], run, sc.about)
 	pubs := sc.prepare(s)
+	var running []*publisher
+	if dir := os.Getenv("MAINT_PARTITION_LOGS"); dir != "" {
+		// Every process's log, kept for reading after the run (the temporary directory goes).
+		t.Cleanup(func() {
+			procs := []*testenv.Proc{}
+			for _, nd := range s.cluster.Nodes {
+				procs = append(procs, nd.Proc)
+			}
+			for _, f := range append(s.commands, s.emitters...) {
+				procs = append(procs, f.proc)
+			}
+			for _, p := range running {
+				procs = append(procs, p.proc)
+			}
+			keepLogs(t, filepath.Join(dir, fmt.Sprintf("%s-run%d", sc.name, run)), procs)
+		})
+	}
 
 	// Bucket writes, followed from every node: a command written twice was applied twice.
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -361,7 +392,6 @@ func runScenario(t *testing.T, sc scenario, run int) {
 	prefix := fmt.Sprintf("%s%d", sc.name[:1], run)
 	ids := testenv.ResourceIDs("part-"+prefix, entities)
 	s.start = time.Now()
-	var running []*publisher
 	for i, sp := range pubs {
 		running = append(running, s.startPublisher(sp, prefix, ids, uint64(run*10+i)))
 	}
@@ -471,6 +501,15 @@ func runScenario(t *testing.T, sc scenario, run int) {
 		sc.name[:1], run, sent, nAcked, nErr, nTimeout, storedUnacked, a.Stored, a.Applied, a.Rejected, a.DeadLettered, a.Duplicate,
 		a.Lost, a.Doubles(), len(a.Mismatches), a.MaxOutcomeStall.Round(time.Millisecond), gap.Round(time.Millisecond))
 
+	t.Logf("messages handled per command replica: %v", s.handled())
+	for _, c := range s.commands {
+		t.Logf("%s log: %s", c.name, logDigest(c.proc.ErrPath))
+	}
+	if unseen := a.Applied - a.WrittenSeen; unseen > 0 {
+		// The followers missed writes (superseded while they were cut off): fewer chances
+		// to see a double write, never a false one.
+		t.Logf("%d applied commands were never seen written by the bucket followers", unseen)
+	}
 	report := func(what string, list []string) {
 		if len(list) == 0 {
 			return
@@ -485,6 +524,16 @@ func runScenario(t *testing.T, sc scenario, run int) {
 	report("acknowledged commands not in the commands stream (lost)", a.AckedMissed)
 	report("stored commands without an outcome (lost)", a.NoOutcome)
 	report("commands applied or answered more than once (doubled)", a.Doubled)
+	for i, seq := range a.DoubledSeqs {
+		if i == 5 {
+			break
+		}
+		for _, c := range s.commands {
+			if lines := grepLog(c.proc.ErrPath, "seq="+strconv.FormatUint(seq, 10)+" "); lines != "" {
+				t.Logf("%s on command seq %d:\n%s", c.name, seq, lines)
+			}
+		}
+	}
 	report("outcomes or records that differ from the sequential model", a.Mismatches)
 	if sent == 0 || a.Stored == 0 {
 		t.Errorf("no load: sent %d, stored %d", sent, a.Stored)
@@ -493,3 +542,80 @@ func runScenario(t *testing.T, sc scenario, run int) {
 
 // hostCmd runs a program in the test's own namespace (the host side of the network).
 func hostCmd(bin string, args ...string) *exec.Cmd { return exec.Command(bin, args...) }
+
+// handled is, per command replica, the messages it handled so far (messaging.process.duration
+// counts, summed over consumers and results).
+func (s *stack) handled() map[string]uint64 {
+	latest := map[string]map[string]uint64{}
+	for _, p := range otlpreceiver.Find(s.recv.Points(), "messaging.process.duration", nil) {
+		rep := p.Resource["replica"]
+		if latest[rep] == nil {
+			latest[rep] = map[string]uint64{}
+		}
+		latest[rep][p.Attrs["messaging.consumer.group.name"]+"/"+p.Attrs["maint.result"]+"/"+p.Attrs["error.type"]] = p.Count
+	}
+	out := map[string]uint64{}
+	for rep, m := range latest {
+		for _, n := range m {
+			out[rep] += n
+		}
+	}
+	return out
+}
+
+// grepLog returns the lines of a log file that contain s (at most 20).
+func grepLog(path, s string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, "    "+line)
+		}
+	}
+	if len(out) > 20 {
+		out = out[len(out)-20:]
+	}
+	return strings.Join(out, "\n")
+}
+
+var logMsg = regexp.MustCompile(`level=(\w+) msg=("(?:[^"\\]|\\.)*"|\S+)`)
+
+// logDigest counts a process's log lines by level and message, debug lines left out: what a
+// replica went through during the run, in one line.
+func logDigest(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	counts := map[string]int{}
+	for _, m := range logMsg.FindAllStringSubmatch(string(b), -1) {
+		if m[1] != "DEBUG" {
+			counts[m[1]+" "+m[2]]++
+		}
+	}
+	var parts []string
+	for k, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// keepLogs copies the processes' stdout and stderr into dir.
+func keepLogs(t *testing.T, dir string, procs []*testenv.Proc) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Log(err)
+		return
+	}
+	for _, p := range procs {
+		for _, f := range []string{p.OutPath, p.ErrPath} {
+			if b, err := os.ReadFile(f); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+			}
+		}
+	}
+	t.Logf("process logs kept in %s", dir)
+}

@@ -38,6 +38,9 @@ type Audit struct {
 	AckedMissed []string // acknowledged but not in the commands stream
 	NoOutcome   []string // stored, without an outcome event
 	Doubled     []string // more than one outcome event, or applied more than once
+	DoubledSeqs []uint64 // their sequences in the commands stream
+	// WrittenSeen is how many applied commands the bucket followers saw written.
+	WrittenSeen int
 	Mismatches  []string // outcomes or records that differ from the sequential model
 	// MaxOutcomeStall is the longest a stored command waited for its outcome (stream
 	// timestamps of the command and of its first event), and StallID that command.
@@ -167,8 +170,18 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 			doubled[id] += fmt.Sprintf(" written (KV sequence %v) though its outcome is %s", seqs, first[0].ev.Outcome)
 		}
 	}
+	seqOf := map[string]uint64{}
+	for _, c := range cmds {
+		seqOf[c.cmd.ID] = c.seq
+	}
 	for id, why := range doubled {
-		a.Doubled = append(a.Doubled, id+": "+why)
+		a.Doubled = append(a.Doubled, fmt.Sprintf("%s (seq %d): %s", id, seqOf[id], why))
+		a.DoubledSeqs = append(a.DoubledSeqs, seqOf[id])
+	}
+	for id, list := range byID {
+		if list[0].ev.Outcome == domain.OutcomeApplied && len(writes[id]) > 0 {
+			a.WrittenSeen++
+		}
 	}
 	sort.Strings(a.Doubled)
 
