@@ -60,6 +60,7 @@ func runs(t *testing.T) int {
 // scenario is one partition: prepare runs once the stack is up and returns the publishers'
 // server lists; fault runs from the start of the load and cuts and heals links.
 type scenario struct {
+	id      string // in report lines and command ids
 	name    string
 	about   string
 	prepare func(s *stack) (pubs []pubSpec)
@@ -102,6 +103,7 @@ func bothWays(s *stack, first *Node) []pubSpec {
 
 var scenarios = []scenario{
 	{
+		id:    "a",
 		name:  "a_leader_node_isolated",
 		about: "the node leading the commands stream and the bucket is cut off for 12 s, then healed",
 		prepare: func(s *stack) []pubSpec {
@@ -118,6 +120,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		id:    "b8",
 		name:  "b_command_replica_cut_8s",
 		about: "one command replica is cut off for 8 s (longer than the 5 s ack wait, shorter than the servers' 10 s write deadline, so its connection survives), then healed",
 		prepare: func(s *stack) []pubSpec {
@@ -129,6 +132,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		id:    "b12",
 		name:  "b_command_replica_cut_12s",
 		about: "one command replica is cut off for 12 s (longer than the 5 s ack wait and the servers' 10 s write deadline, which closes its connection), then healed",
 		prepare: func(s *stack) []pubSpec {
@@ -140,6 +144,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		id:    "c",
 		name:  "c_tick_holder_isolated",
 		about: "the emitter replica that served the last tick is cut off for 12 s, then healed",
 		prepare: func(s *stack) []pubSpec {
@@ -164,6 +169,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		id:    "d",
 		name:  "d_flapping_link",
 		about: "one command replica's link goes down and up every 1-3 s for 30 s",
 		prepare: func(s *stack) []pubSpec {
@@ -189,6 +195,7 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		id:    "e",
 		name:  "e_publisher_on_isolated_node",
 		about: "a third publisher knows only one node, which is cut off for 12 s, then healed",
 		prepare: func(s *stack) []pubSpec {
@@ -357,8 +364,9 @@ func (s *stack) startPublisher(sp pubSpec, prefix string, ids []string, seed uin
 
 func runScenario(t *testing.T, sc scenario, run int) {
 	s := startStack(t, run)
-	t.Logf("scenario %s run %d: %s", sc.name[:1], run, sc.about)
+	t.Logf("scenario %s run %d: %s", sc.id, run, sc.about)
 	pubs := sc.prepare(s)
+	t.Logf("functions connected to: %s", s.connectedTo())
 	var running []*publisher
 	if dir := os.Getenv("MAINT_PARTITION_LOGS"); dir != "" {
 		// Every process's log, kept for reading after the run (the temporary directory goes).
@@ -389,7 +397,7 @@ func runScenario(t *testing.T, sc scenario, run int) {
 		stops = append(stops, stop)
 	}
 
-	prefix := fmt.Sprintf("%s%d", sc.name[:1], run)
+	prefix := fmt.Sprintf("%s-r%d", sc.id, run)
 	ids := testenv.ResourceIDs("part-"+prefix, entities)
 	s.start = time.Now()
 	for i, sp := range pubs {
@@ -498,7 +506,7 @@ func runScenario(t *testing.T, sc scenario, run int) {
 		t.Logf("longest wait for an outcome: %s, command %s", a.MaxOutcomeStall.Round(time.Millisecond), a.StallID)
 	}
 	t.Logf("scenario=%s run=%d sent=%d acked=%d pub_errors=%d pub_timeouts=%d unacked_stored=%d stored=%d applied=%d rejected=%d dead_lettered=%d duplicate=%d lost=%d doubled=%d model_mismatches=%d max_outcome_stall=%s max_signal_gap=%s",
-		sc.name[:1], run, sent, nAcked, nErr, nTimeout, storedUnacked, a.Stored, a.Applied, a.Rejected, a.DeadLettered, a.Duplicate,
+		sc.id, run, sent, nAcked, nErr, nTimeout, storedUnacked, a.Stored, a.Applied, a.Rejected, a.DeadLettered, a.Duplicate,
 		a.Lost, a.Doubles(), len(a.Mismatches), a.MaxOutcomeStall.Round(time.Millisecond), gap.Round(time.Millisecond))
 
 	t.Logf("messages handled per command replica: %v", s.handled())
@@ -618,4 +626,26 @@ func keepLogs(t *testing.T, dir string, procs []*testenv.Proc) {
 		}
 	}
 	t.Logf("process logs kept in %s", dir)
+}
+
+var startedOn = regexp.MustCompile(`msg="function starting" .*server=nats://([0-9.]+):`)
+
+// connectedTo says which node each function process connected to first (its client picks one
+// of the list at random): a node cut off with its clients is another fault than one without.
+func (s *stack) connectedTo() string {
+	var parts []string
+	for _, f := range append(append([]*function{}, s.commands...), s.emitters...) {
+		node := "?"
+		if b, err := os.ReadFile(f.proc.ErrPath); err == nil {
+			if m := startedOn.FindSubmatch(b); m != nil {
+				for _, nd := range s.cluster.Nodes {
+					if nd.Host.IP == string(m[1]) {
+						node = nd.Name
+					}
+				}
+			}
+		}
+		parts = append(parts, f.name+"→"+node)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/store"
 )
 
 // ResourceIDs makes n distinct cluster resource IDs (with upper case and dots, as in real life).
@@ -144,103 +143,30 @@ func (c Counts) String() string {
 // Verify waits (up to wait) until every sent command has an outcome, then checks that each has
 // exactly one terminal outcome and that every entity's outcomes and final record equal a
 // sequential application of its commands, in the order the stream stored them, through the
-// pure state machine (dead-lettered commands are not applied). It reports the counts.
+// pure state machine (dead-lettered commands are not applied). It reports the counts. Every
+// sent command counts as acknowledged (PublishAll retries until it is stored); RunAudit does
+// the work.
 func Verify(t testing.TB, js jetstream.JetStream, sent []domain.Command, wait time.Duration) Counts {
 	t.Helper()
-	counts := Counts{Sent: len(sent)}
 	want := map[string]bool{}
 	for _, c := range sent {
 		want[c.ID] = true
 	}
-	var evs []domain.Event
-	deadline := time.Now().Add(wait)
-	for {
-		evs = Events(t, js, domain.EventPrefix+"*")
-		have := map[string]bool{}
-		for _, ev := range evs {
-			have[ev.CommandID] = true
-		}
-		missing := 0
-		for id := range want {
-			if !have[id] {
-				missing++
-			}
-		}
-		if missing == 0 || time.Now().After(deadline) {
-			counts.Lost = missing
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	a := RunAudit(t, js, AuditInput{Ours: func(id string) bool { return want[id] }, Acked: want, Wait: wait})
+	for _, d := range a.Doubled {
+		t.Errorf("command %s", d)
 	}
-	byID := map[string][]domain.Event{}
-	for _, ev := range evs {
-		byID[ev.CommandID] = append(byID[ev.CommandID], ev)
-		switch ev.Outcome {
-		case domain.OutcomeApplied:
-			counts.Applied++
-		case domain.OutcomeRejected:
-			counts.Rejected++
-		case domain.OutcomeDeadLettered:
-			counts.DeadLettered++
-		case domain.OutcomeDuplicate:
-			counts.Duplicate++
-		}
+	for _, id := range a.AckedMissed {
+		t.Errorf("command %s is not in the commands stream", id)
 	}
-	for id, list := range byID {
-		if want[id] && len(list) > 1 {
-			counts.MultipleOutcomes++
-			t.Errorf("command %s has %d outcomes: %+v", id, len(list), list)
-		}
+	if len(a.NoOutcome) > 0 {
+		t.Errorf("%d commands have no outcome", len(a.NoOutcome))
 	}
-	if counts.Lost > 0 {
-		t.Errorf("%d commands have no outcome", counts.Lost)
+	for _, m := range a.Mismatches {
+		t.Error(m)
 	}
-
-	// Stored order per entity.
-	byKey := map[string][]domain.Command{}
-	ReadStream(t, js, domain.CommandsStream, func(m jetstream.Msg) {
-		var c domain.Command
-		if json.Unmarshal(m.Data(), &c) != nil || !want[c.ID] {
-			return
-		}
-		key := domain.KeyFromSubject(m.Subject())
-		byKey[key] = append(byKey[key], c)
-	})
-	st, err := store.Open(context.Background(), js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for key, cmds := range byKey {
-		model := domain.Record{State: domain.StateNone}
-		for _, c := range cmds {
-			list := byID[c.ID]
-			if len(list) == 0 {
-				continue
-			}
-			got := list[0]
-			if got.Outcome == domain.OutcomeDeadLettered {
-				continue
-			}
-			next, tr, rej := domain.Apply(model, c, time.Now())
-			switch {
-			case rej != nil && (got.Outcome != domain.OutcomeRejected || got.Code != rej.Code || got.From != model.State):
-				t.Errorf("%s: %s: outcome %s %s from %s, model says rejected %s in %s", key, c.ID, got.Outcome, got.Code, got.From, rej.Code, model.State)
-			case rej == nil && (got.Outcome != domain.OutcomeApplied || got.From != tr.From || got.To != tr.To):
-				t.Errorf("%s: %s: outcome %s %s->%s, model says applied %s->%s", key, c.ID, got.Outcome, got.From, got.To, tr.From, tr.To)
-			}
-			if rej == nil {
-				model = next
-			}
-		}
-		rec, _, err := st.Get(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.State != model.State || rec.Updating != model.Updating || rec.Task != model.Task || rec.LastError != model.LastError || rec.Reason != model.Reason {
-			t.Errorf("%s: final record %s updating=%t task=%q lastError=%q, model %s updating=%t task=%q lastError=%q",
-				key, rec.State, rec.Updating, rec.Task, rec.LastError, model.State, model.Updating, model.Task, model.LastError)
-		}
-	}
+	counts := a.Counts
+	counts.Sent = len(sent)
 	return counts
 }
 
