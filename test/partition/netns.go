@@ -2,7 +2,14 @@
 // and every function process on a host of its own, and cuts and heals the network between
 // them: each process lives in a network namespace with one veth link to a private bridge, and
 // a link set down is a host unplugged (no reset, no FIN: the peers learn it from timeouts).
-// The tests of this package are the partition scenarios of the project.
+// The tests of this package are the partition scenarios of the project:
+//
+//	MAINT_PARTITION=1 go test -count=1 -timeout 30m ./test/partition            # as root
+//	MAINT_PARTITION=1 MAINT_PARTITION_RUNS=7 go test -run 'TestPartition/^b' ./test/partition
+//
+// MAINT_PARTITION_RUNS (default 3) is how often each scenario runs; MAINT_PARTITION_LOGS=DIR
+// keeps every process's log there. Without MAINT_PARTITION=1 (plain `go test ./...`), as
+// non-root, or where namespaces cannot be made, the tests skip and say why.
 package partition
 
 import (

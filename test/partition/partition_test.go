@@ -216,6 +216,18 @@ var scenarios = []scenario{
 			s.cut(s.victim, faultAt, cutFor)
 		},
 	},
+	{
+		id:    "f",
+		name:  "f_command_replica_node_isolated",
+		about: "the node a command replica is connected to is cut off for 12 s with its clients, then healed",
+		prepare: func(s *stack) []pubSpec {
+			s.victim = s.nodeOf(s.commands[0]).Host
+			return bothWays(s, s.cluster.Nodes[0])
+		},
+		fault: func(s *stack) {
+			s.cut(s.victim, faultAt, cutFor)
+		},
+	},
 }
 
 // function is one maintctl function process on a host of its own.
@@ -442,7 +454,18 @@ func runScenario(t *testing.T, sc scenario, run int) {
 			t.Errorf("%s sent %d commands but learnt the fate of %d: a publish neither acknowledged nor reported", p.spec.name, want, len(recs))
 		}
 		var pa, pe, pt int
+		errs := map[string]int{}
+		var firstUnacked, lastUnacked time.Time
 		for _, r := range recs {
+			if r.Result != ResultAcked {
+				errs[r.Err]++
+				if firstUnacked.IsZero() || r.Sent.Before(firstUnacked) {
+					firstUnacked = r.Sent
+				}
+				if r.Sent.After(lastUnacked) {
+					lastUnacked = r.Sent
+				}
+			}
 			switch r.Result {
 			case ResultAcked:
 				acked[r.ID] = true
@@ -460,6 +483,11 @@ func runScenario(t *testing.T, sc scenario, run int) {
 		sent += len(recs)
 		nAcked, nErr, nTimeout = nAcked+pa, nErr+pe, nTimeout+pt
 		t.Logf("%s (%s): sent %d, acknowledged %d, error %d, timeout %d", p.spec.name, p.cfg.Servers, len(recs), pa, pe, pt)
+		if len(errs) > 0 {
+			// What the publisher was told, and when the unacknowledged commands were sent.
+			t.Logf("%s: not acknowledged: %v; sent from +%s to +%s", p.spec.name, errs,
+				firstUnacked.Sub(s.start).Round(100*time.Millisecond), lastUnacked.Sub(s.start).Round(100*time.Millisecond))
+		}
 	}
 
 	a := testenv.RunAudit(t, s.js, testenv.AuditInput{
@@ -629,6 +657,22 @@ func keepLogs(t *testing.T, dir string, procs []*testenv.Proc) {
 }
 
 var startedOn = regexp.MustCompile(`msg="function starting" .*server=nats://([0-9.]+):`)
+
+// nodeOf is the node a function process connected to first.
+func (s *stack) nodeOf(f *function) *Node {
+	s.t.Helper()
+	if b, err := os.ReadFile(f.proc.ErrPath); err == nil {
+		if m := startedOn.FindSubmatch(b); m != nil {
+			for _, nd := range s.cluster.Nodes {
+				if nd.Host.IP == string(m[1]) {
+					return nd
+				}
+			}
+		}
+	}
+	s.t.Fatalf("%s: cannot tell which node it connected to", f.name)
+	return nil
+}
 
 // connectedTo says which node each function process connected to first (its client picks one
 // of the list at random): a node cut off with its clients is another fault than one without.
