@@ -20,11 +20,11 @@ type AuditInput struct {
 	Ours func(id string) bool
 	// Acked are the ids whose publisher got a PubAck: each must be stored.
 	Acked map[string]bool
-	// Writes, if set, are the bucket writes seen while the load ran: command id → the KV
-	// stream sequences of the writes whose record names it as the last applied command. A
-	// command written more than once was applied more than once (its second event has the
-	// same Nats-Msg-Id and is dropped by the events stream, so only the writes show it).
-	// It is called once every outcome is in.
+	// Writes, if set, are the bucket's writes (BucketWrites): command id → the KV stream
+	// sequences of the writes whose record names it as the last applied command. A command
+	// written more than once was applied more than once (its second event has the same
+	// Nats-Msg-Id and is dropped by the events stream, so only the writes show it). It is
+	// called once every outcome is in.
 	Writes func() map[string][]uint64
 	// Wait bounds how long the audit waits for the last outcomes.
 	Wait time.Duration
@@ -39,8 +39,6 @@ type Audit struct {
 	NoOutcome   []string // stored, without an outcome event
 	Doubled     []string // more than one outcome event, or applied more than once
 	DoubledSeqs []uint64 // their sequences in the commands stream
-	// WrittenSeen is how many applied commands the bucket followers saw written.
-	WrittenSeen int
 	Mismatches  []string // outcomes or records that differ from the sequential model
 	// MaxOutcomeStall is the longest a stored command waited for its outcome (stream
 	// timestamps of the command and of its first event), and StallID that command.
@@ -178,9 +176,12 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 		a.Doubled = append(a.Doubled, fmt.Sprintf("%s (seq %d): %s", id, seqOf[id], why))
 		a.DoubledSeqs = append(a.DoubledSeqs, seqOf[id])
 	}
-	for id, list := range byID {
-		if list[0].ev.Outcome == domain.OutcomeApplied && len(writes[id]) > 0 {
-			a.WrittenSeen++
+	if in.Writes != nil {
+		// An applied outcome says the record was written.
+		for id, list := range byID {
+			if list[0].ev.Outcome == domain.OutcomeApplied && len(writes[id]) == 0 {
+				a.Mismatches = append(a.Mismatches, fmt.Sprintf("%s (seq %d): outcome applied, but no record write names it", id, seqOf[id]))
+			}
 		}
 	}
 	sort.Strings(a.Doubled)
@@ -242,74 +243,36 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 	return a
 }
 
-// BucketWrites follows every write to the bucket from now on and notes, per command id named
-// as the record's last applied command, the KV stream sequences of those writes. The bucket
-// keeps one revision per key, so the writes must be seen as they happen; stop ends it and
-// returns what it saw. A follower that misses writes (its connection cut off) misses
-// evidence, never invents it: run one per node and merge.
-func BucketWrites(ctx context.Context, js jetstream.JetStream) (stop func() map[string][]uint64, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	cons, err := js.OrderedConsumer(ctx, "KV_"+domain.Bucket, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+// KeepBucketHistory makes the bucket keep every revision of every key (it keeps one), so
+// that an audit can tell from the bucket's stream how often each command was written: a
+// command applied twice writes twice, while its second event carries the same Nats-Msg-Id
+// and is dropped by the events stream. The functions read only the latest revision, and the
+// compare-and-swap checks only the latest, so this changes retention, not behaviour.
+func KeepBucketHistory(ctx context.Context, js jetstream.JetStream) error {
+	s, err := js.Stream(ctx, "KV_"+domain.Bucket)
 	if err != nil {
-		cancel()
-		return nil, err
+		return err
 	}
-	seen := map[string]map[uint64]bool{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			batch, err := cons.Fetch(500, jetstream.FetchMaxWait(time.Second))
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			for m := range batch.Messages() {
-				var r domain.Record
-				md, err := m.Metadata()
-				if err != nil || json.Unmarshal(m.Data(), &r) != nil || r.LastCommandID == "" {
-					continue
-				}
-				if seen[r.LastCommandID] == nil {
-					seen[r.LastCommandID] = map[uint64]bool{}
-				}
-				seen[r.LastCommandID][md.Sequence.Stream] = true
-			}
-		}
-	}()
-	return func() map[string][]uint64 {
-		cancel()
-		<-done
-		out := map[string][]uint64{}
-		for id, seqs := range seen {
-			for s := range seqs {
-				out[id] = append(out[id], s)
-			}
-			sort.Slice(out[id], func(i, j int) bool { return out[id][i] < out[id][j] })
-		}
-		return out
-	}, nil
+	cfg := s.CachedInfo().Config
+	// Not -1 (unlimited): a bucket's clients refuse a stream without a positive limit.
+	cfg.MaxMsgsPerSubject = 1 << 30
+	_, err = js.UpdateStream(ctx, cfg)
+	return err
 }
 
-// MergeWrites is the union of several BucketWrites results.
-func MergeWrites(all ...map[string][]uint64) map[string][]uint64 {
-	set := map[string]map[uint64]bool{}
-	for _, w := range all {
-		for id, seqs := range w {
-			if set[id] == nil {
-				set[id] = map[uint64]bool{}
-			}
-			for _, s := range seqs {
-				set[id][s] = true
-			}
-		}
-	}
+// BucketWrites reads the bucket's stream (kept whole by KeepBucketHistory) and returns, per
+// command id named as a record's last applied command, the KV stream sequences of those
+// writes.
+func BucketWrites(t testing.TB, js jetstream.JetStream) map[string][]uint64 {
+	t.Helper()
 	out := map[string][]uint64{}
-	for id, seqs := range set {
-		for s := range seqs {
-			out[id] = append(out[id], s)
+	ReadStream(t, js, "KV_"+domain.Bucket, func(m jetstream.Msg) {
+		var r domain.Record
+		md, err := m.Metadata()
+		if err != nil || json.Unmarshal(m.Data(), &r) != nil || r.LastCommandID == "" {
+			return
 		}
-		sort.Slice(out[id], func(i, j int) bool { return out[id][i] < out[id][j] })
-	}
+		out[r.LastCommandID] = append(out[r.LastCommandID], md.Sequence.Stream)
+	})
 	return out
 }
