@@ -413,6 +413,8 @@ func runScenario(t *testing.T, sc scenario, run int) {
 		defer close(faultDone)
 		sc.fault(s)
 	}()
+	// The fault reports to t: the test must not end under it, even when it fails early.
+	t.Cleanup(func() { <-faultDone })
 	for _, p := range running {
 		select {
 		case <-p.proc.Exited():
