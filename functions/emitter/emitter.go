@@ -218,7 +218,7 @@ func (e *Emitter) emit(ctx context.Context) (Result, error) {
 			// A record always carries its ID; the key still names the entity if one does not.
 			id, _ = domain.DecodeKey(en.Key)
 		}
-		if full, ok := b.add(id, si); ok {
+		if full, ok := b.add(id, si, en.Record); ok {
 			return send(full)
 		}
 		return nil
