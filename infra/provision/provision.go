@@ -21,6 +21,8 @@ import (
 // Consumer names.
 const (
 	EmitterConsumer = "emitter"
+	// NoticesConsumer serves the ticks to the notices function, beside the emitter's.
+	NoticesConsumer = "notices"
 	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
 	CommandConsumerPrefix = "command-p"
 )
@@ -52,6 +54,8 @@ type Config struct {
 	EventsMaxAge time.Duration
 	// CommandsMaxAge is how long commands are kept for audit and replay.
 	CommandsMaxAge time.Duration
+	// NoticesMaxAge is how long lifecycle notices are kept (default: as long as events).
+	NoticesMaxAge time.Duration
 	// DLQMaxAge is how long dead letters are kept.
 	DLQMaxAge time.Duration
 	// DuplicateWindow is the de-duplication window of the commands and events streams.
@@ -100,6 +104,7 @@ func (c Config) WithDefaults() (Config, error) {
 	orDefault(&c.EventsMaxAge, d.EventsMaxAge)
 	orDefault(&c.CommandsMaxAge, d.CommandsMaxAge)
 	orDefault(&c.DLQMaxAge, d.DLQMaxAge)
+	orDefault(&c.NoticesMaxAge, c.EventsMaxAge)
 	orDefault(&c.DuplicateWindow, d.DuplicateWindow)
 	orDefault(&c.AckWait, d.AckWait)
 	orDefault(&c.MaxDeliver, d.MaxDeliver)
@@ -214,6 +219,16 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Replicas:    c.Replicas,
 		},
 		{
+			Name:        domain.NoticesStream,
+			Description: "Maintenance-signal lifecycle notices: reminders, due, overdue, stuck",
+			Subjects:    []string{domain.NoticePrefix + "*"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.NoticesMaxAge,
+			Duplicates:  c.DuplicateWindow,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
 			Name:        domain.DLQStream,
 			Description: "Maintenance-signal commands that could not be handled, with the reason",
 			Subjects:    []string{domain.DLQPrefix + "*"},
@@ -254,9 +269,10 @@ type StreamConsumer struct {
 	jetstream.ConsumerConfig
 }
 
-// Consumers returns the durable consumers: one per command partition and the emitter's.
+// Consumers returns the durable consumers: one per command partition, the emitter's and the
+// notices function's.
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+1)
+	out := make([]StreamConsumer, 0, c.Partitions+2)
 	for p := 0; p < c.Partitions; p++ {
 		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
 			Durable:       CommandConsumer(p),
@@ -279,19 +295,26 @@ func Consumers(c Config) []StreamConsumer {
 			Replicas:   c.Replicas,
 		}})
 	}
-	return append(out, StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:       EmitterConsumer,
-		Description:   "emitter function: one replica serves each tick",
-		FilterSubject: domain.TickSubject,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		MaxAckPending: 1,
-		// A replica that dies holding a tick blocks the next one until the ack wait runs out:
-		// keep it under half a tick (the runtime signals progress while a run is long).
-		AckWait:    EmitterAckWait(c.Tick),
-		MaxDeliver: 3,
-		Replicas:   c.Replicas,
-	}})
+	tickConsumer := func(name, desc string) StreamConsumer {
+		return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
+			Durable:       name,
+			Description:   desc,
+			FilterSubject: domain.TickSubject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverNewPolicy,
+			MaxAckPending: 1,
+			// A replica that dies holding a tick blocks the next one until the ack wait runs
+			// out: keep it under half a tick (the runtime signals progress while a run is long).
+			AckWait:    EmitterAckWait(c.Tick),
+			MaxDeliver: 3,
+			Replicas:   c.Replicas,
+		}}
+	}
+	// Each function has its own consumer of the same ticks: the ticks stay in the stream
+	// (limits retention), and each consumer hands every tick to one replica of its function.
+	return append(out,
+		tickConsumer(EmitterConsumer, "emitter function: one replica serves each tick"),
+		tickConsumer(NoticesConsumer, "notices function: one replica serves each tick"))
 }
 
 // EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
