@@ -170,7 +170,7 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "admin"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.getCommand(), a.listCommand(), a.historyCommand(), a.watchCommand(), a.keyCommand()} {
+	for _, c := range []*cobra.Command{a.getCommand(), a.listCommand(), a.historyCommand(), a.noticesCommand(), a.watchCommand(), a.keyCommand()} {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}

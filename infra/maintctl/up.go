@@ -20,7 +20,9 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
+	"maintsignals/functions/notices"
 	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
@@ -41,8 +43,11 @@ type functionEnv struct {
 
 // emitFlags configure the functions (the name stays for the emitter's flags, which came first).
 type emitFlags struct {
-	retention time.Duration
-	pucm      bool
+	retention  time.Duration
+	pucm       bool
+	stuckAfter time.Duration
+	remind     string
+	minNotice  time.Duration
 
 	signers           string
 	requireSignatures bool
@@ -53,6 +58,9 @@ type emitFlags struct {
 func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().DurationVar(&f.retention, "retention", emitter.DefaultRetention, "emitter: how long an entity in None keeps being emitted")
 	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
+	c.Flags().DurationVar(&f.stuckAfter, "stuck-after", domain.DefaultStuckAfter, "emitter and notices: an update running longer than this is stuck (cluster.maintenance.stuck, the stuck notice)")
+	c.Flags().StringVar(&f.remind, "remind", notices.FormatLadder(notices.DefaultRemind), `notices: reminder lead times before a window starts, comma-separated ("" for none)`)
+	c.Flags().DurationVar(&f.minNotice, "min-notice", 0, "command: refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
 	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKey":"U…","roles":["admin"]}] (roles: admin, updater)`)
 	c.Flags().BoolVar(&f.requireSignatures, "require-signatures", false, "command: refuse unsigned commands (Unauthorized); needs --signers")
 	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: commands per second admitted per entity and replica (a flood beyond is refused); negative: no limit")
@@ -103,10 +111,28 @@ var functions = []functionSpec{
 		about: "re-exports every tracked state as OTLP metrics on each tick",
 		run: func(ctx context.Context, fe functionEnv) error {
 			return emitter.Run(ctx, fe.js, fe.tel, emitter.Config{
-				Tick:      fe.tick,
-				Retention: fe.emit.retention,
-				PUCM:      fe.emit.pucm,
-				Logger:    fe.a.log,
+				Tick:       fe.tick,
+				Retention:  fe.emit.retention,
+				PUCM:       fe.emit.pucm,
+				StuckAfter: fe.emit.stuckAfter,
+				Logger:     fe.a.log,
+			})
+		},
+	},
+	{
+		name:  "notices",
+		about: "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
+		run: func(ctx context.Context, fe functionEnv) error {
+			ladder, err := notices.ParseLadder(fe.emit.remind)
+			if err != nil {
+				return fmt.Errorf("--remind: %w", err)
+			}
+			return notices.Run(ctx, fe.js, notices.Config{
+				Remind:     ladder,
+				StuckAfter: fe.emit.stuckAfter,
+				Tick:       fe.tick,
+				Logger:     fe.a.log,
+				Meter:      fe.tel.Meter(notices.ScopeName),
 			})
 		},
 	},
@@ -353,6 +379,13 @@ func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functio
 	// A wrong signing setting stops everything before any function starts.
 	if _, err := fe.emit.policy(); err != nil {
 		return err
+	}
+	ladder, err := notices.ParseLadder(fe.emit.remind)
+	if err == nil {
+		_, err = notices.Config{Remind: ladder, StuckAfter: fe.emit.stuckAfter}.WithDefaults()
+	}
+	if err != nil {
+		return fmt.Errorf("--remind, --stuck-after: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -627,7 +660,7 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 			// The emitter bounds each run by the tick, so that a run never sends late what it
 			// read long ago: `up` knows the tick; a lone function reads it from the schedule.
 			var tick time.Duration
-			if spec.name == "emitter" {
+			if spec.name == "emitter" || spec.name == "notices" {
 				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				tick, err = provision.ScheduledTick(tctx, cl.JS)
 				cancel()
