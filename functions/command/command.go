@@ -48,6 +48,8 @@ type Deps struct {
 	Answered Answered
 	// Cache remembers records this replica wrote; nil reads every record from the bucket.
 	Cache *Cache
+	// MinNotice refuses a Pending announced with less notice (domain.CheckNotice); 0: none.
+	MinNotice time.Duration
 }
 
 // Answered looks up the last outcome event published for an entity key.
@@ -71,6 +73,9 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		if cmd.ID == "" {
 			cmd.ID = msgID
 		}
+		return d.reject(ctx, key, msg, cmd, rej, now().UTC())
+	}
+	if rej := domain.CheckNotice(cmd, msg.Time, d.MinNotice); rej != nil {
 		return d.reject(ctx, key, msg, cmd, rej, now().UTC())
 	}
 	if msg.Delivered > 1 && d.Answered != nil {

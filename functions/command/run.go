@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
@@ -40,6 +41,9 @@ type Config struct {
 	// read when the next command of the entity comes); zero takes DefaultCacheSize, a negative
 	// size turns the cache off.
 	CacheSize int
+	// MinNotice is the notice policy: a Pending whose window starts sooner than this after
+	// the command was stored is refused unless forced; 0: no minimum.
+	MinNotice time.Duration
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
@@ -111,7 +115,7 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	d := Deps{
 		Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"),
 		Auth: cfg.Auth, Limit: NewLimiter(cfg.EntityRate, cfg.EntityBurst), Answered: lastEvents{js},
-		Cache: NewCache(cfg.CacheSize),
+		Cache: NewCache(cfg.CacheSize), MinNotice: cfg.MinNotice,
 	}
 	return runtime.Config{
 		Name:              "command",

@@ -70,3 +70,31 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 		t.Fatalf("function notices: %v\n%s", err, fnErr.String())
 	}
 }
+
+// TestMinNotice_RefusesShortNoticeUnlessForced runs `maintctl function command --min-notice
+// 24h`: an announcement with less notice is refused on window.start, the history says why, and
+// a forced one goes through.
+func TestMinNotice_RefusesShortNoticeUnlessForced(t *testing.T) {
+	s := startStack(t, stackOpts{noFunction: true})
+	c := newCLI(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"function", "command", "--min-notice", "24h"}, c.getenv, &testenv.SyncBuffer{}, &testenv.SyncBuffer{})
+	}()
+	r := c.run("pending", "--timeout", "15s", "--window-start", "+2h", "--window-end", "+4h", testID)
+	if r.code() != exitRejected {
+		t.Fatalf("short notice: exit %d (%v), want %d", r.code(), r.err, exitRejected)
+	}
+	mustContain(t, "short notice", r.stderr+r.err.Error(), "InvalidParameter", "window.start", "minimum notice")
+	mustContain(t, "history", c.ok("history", testID), "rejected", "window.start", "minimum notice of 24h0m0s")
+
+	c.ok("pending", "--window-start", "+48h", "--window-end", "+50h", testID)
+	out := c.ok("pending", "--force", "--window-start", "+1h", "--window-end", "+2h", testID)
+	mustContain(t, "forced short notice", out, "applied")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

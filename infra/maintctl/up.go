@@ -103,6 +103,7 @@ var functions = []functionSpec{
 				Auth:        auth,
 				EntityRate:  fe.emit.entityRate,
 				EntityBurst: fe.emit.entityBurst,
+				MinNotice:   fe.emit.minNotice,
 			})
 		},
 	},

@@ -209,3 +209,19 @@ func (c Command) Encode() ([]byte, error) {
 	}
 	return b, nil
 }
+
+// CheckNotice is the notice policy (SPEC §6): with a minimum notice, a Pending whose window
+// starts earlier than handledAt + minNotice is refused on window.start, unless forced.
+// handledAt is when the commands stream stored the command, not a replica's clock, so that
+// every replica, and every redelivery, decides the same.
+func CheckNotice(c Command, handledAt time.Time, minNotice time.Duration) *Rejection {
+	if minNotice <= 0 || c.Force || c.Task != TaskPending || c.Window == nil {
+		return nil
+	}
+	earliest := handledAt.Add(minNotice)
+	if c.Window.Start.Before(earliest) {
+		return InvalidParameter("window.start", "window starts at %s, less than the minimum notice of %s after the command was received (%s); announce it later, or force it",
+			c.Window.Start.UTC().Format(time.RFC3339), minNotice, handledAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
