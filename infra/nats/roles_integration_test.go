@@ -15,6 +15,7 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
+	"maintsignals/functions/notices"
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/client"
@@ -141,17 +142,22 @@ func TestRoles(t *testing.T) {
 		}
 	})
 
-	// The command and emitter functions run as their users until the end of the test.
+	// The command, emitter and notices functions run as their users until the end of the test.
 	{
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
-		errs := make(chan error, 2)
+		errs := make(chan error, 3)
 		tel, err := telemetry.Setup(ctx, telemetry.Config{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); errs <- command.Run(ctx, p["command"].JS, command.Config{Log: quiet}) }()
+		go func() {
+			defer wg.Done()
+			// A ladder of 2 h: a window announced 1 h ahead gets its reminder at the next tick.
+			errs <- notices.Run(ctx, p["emitter"].JS, notices.Config{Remind: []time.Duration{2 * time.Hour}, Tick: time.Second, Logger: quiet})
+		}()
 		go func() {
 			defer wg.Done()
 			errs <- emitter.Run(ctx, p["emitter"].JS, tel, emitter.Config{Tick: time.Second, Logger: quiet})
@@ -272,6 +278,28 @@ func TestRoles(t *testing.T) {
 		}
 	})
 
+	t.Run("the notices function publishes a reminder that the admin watches and the reader lists", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		id := resourceID + "-notices"
+		w, err := newClient(t, admin).WatchNotices(ctx, client.WatchOptions{ResourceID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		c := cmd("n-1", domain.TaskPending)
+		c.ResourceID = id
+		c.Window = &domain.Window{Start: time.Now().Add(time.Hour).Truncate(time.Second), End: time.Now().Add(2 * time.Hour).Truncate(time.Second)}
+		if _, err := newClient(t, admin).Send(ctx, c); err != nil {
+			t.Fatalf("pending: %v", err)
+		}
+		if n, err := w.Next(ctx); err != nil || n.Kind != domain.NoticeReminder || n.Lead != 7200 {
+			t.Fatalf("watched notice: %+v, %v", n, err)
+		}
+		if ns, err := newClient(t, reader).Notices(ctx, id); err != nil || len(ns) != 1 {
+			t.Errorf("notices: %+v, %v", ns, err)
+		}
+	})
+
 	t.Run("the allowed paths hit no permission violation", func(t *testing.T) {
 		for _, pt := range p {
 			if strings.Contains(pt.log.String(), "permission violation") {
@@ -313,6 +341,8 @@ func TestRoles(t *testing.T) {
 		{"publish a command", []string{"command", "emitter", "reader"}, publish(domain.CommandSubject(key))},
 		{"publish an outcome event", []string{"admin", "updater", "reader"}, publish(domain.EventSubject(key))},
 		{"publish a dead letter", []string{"admin", "updater", "reader"}, publish(domain.DLQSubject(key))},
+		{"publish a notice", []string{"admin", "updater", "reader"}, publish(domain.NoticeSubject(key))},
+		{"delete a notice", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.NoticesStream)},
 		{"write a record", []string{"admin", "updater", "reader"}, func(ctx context.Context, pt *party) error {
 			return pt.Guard(ctx, natsconf.KVSubjects, func(ctx context.Context) error {
 				kv, err := pt.JS.KeyValue(ctx, domain.Bucket)
