@@ -86,15 +86,13 @@ func digest(parts ...string) string {
 // ladder must be sorted from the longest lead to the shortest (Config.WithDefaults does).
 func Stage(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration) (domain.Notice, bool) {
 	n := domain.Notice{ResourceID: r.ResourceID, State: r.State, Window: r.Window, StateSince: r.StateSince, At: now}
-	var series string
 	switch {
 	case r.Updating:
 		if !r.Stuck(now, stuckAfter) {
 			return domain.Notice{}, false
 		}
-		n.Kind, series = domain.NoticeStuck, UpdateSeries(r)
+		n.Kind = domain.NoticeStuck
 	case r.State == domain.StatePending && r.Window != nil:
-		series = WindowSeries(r)
 		switch {
 		case !now.Before(r.Window.End):
 			n.Kind = domain.NoticeOverdue
@@ -115,6 +113,13 @@ func Stage(key string, r domain.Record, now time.Time, ladder []time.Duration, s
 		}
 	default:
 		return domain.Notice{}, false
+	}
+	// The series is named only once a stage applies: most records on most ticks have none.
+	var series string
+	if n.Kind == domain.NoticeStuck {
+		series = UpdateSeries(r)
+	} else {
+		series = WindowSeries(r)
 	}
 	n.NoticeID = domain.NoticeID(key, n.Kind, series, time.Duration(n.Lead)*time.Second)
 	return n, true
