@@ -28,9 +28,9 @@ type Config struct {
 
 	// Auth checks command signatures (nil: unsigned commands are accepted).
 	Auth *signing.Policy
-	// EntityRate and EntityBurst admit commands per entity and replica (a flood of commands
-	// for one entity is refused without touching the bucket). Zero takes the defaults;
-	// a negative rate admits everything.
+	// EntityRate and EntityBurst limit how often one entity's record changes (commands per
+	// second by their stored times, and the burst); a command over it is refused without
+	// touching the bucket. Zero takes the defaults; a negative rate admits everything.
 	EntityRate  float64
 	EntityBurst int
 	// Concurrency is how many commands of one partition (of different entities) this replica
@@ -110,7 +110,7 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	}
 	d := Deps{
 		Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"),
-		Auth: cfg.Auth, Limit: NewLimiter(cfg.EntityRate, cfg.EntityBurst), Answered: lastEvents{js},
+		Auth: cfg.Auth, Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, Answered: lastEvents{js},
 		Cache: NewCache(cfg.CacheSize),
 	}
 	return runtime.Config{

@@ -55,8 +55,8 @@ func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
 	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKey":"U…","roles":["admin"]}] (roles: admin, updater)`)
 	c.Flags().BoolVar(&f.requireSignatures, "require-signatures", false, "command: refuse unsigned commands (Unauthorized); needs --signers")
-	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: commands per second admitted per entity and replica (a flood beyond is refused); negative: no limit")
-	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of commands admitted per entity and replica")
+	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
+	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of changes admitted per entity")
 }
 
 // policy loads the signing policy of --signers / --require-signatures (nil: none).

@@ -93,15 +93,17 @@ func (c *Cluster) nodeOptions(i int) (*server.Options, error) {
 		routes = append(routes, u)
 	}
 	return &server.Options{
-		ServerName: fmt.Sprintf("%s-%d", c.cfg.Name, i),
-		Host:       c.cfg.Host,
-		Port:       c.cfg.ClientPorts[i],
-		JetStream:  true,
-		StoreDir:   filepath.Join(c.cfg.StoreDir, fmt.Sprintf("node-%d", i)),
-		NoSigs:     true,
-		NoLog:      true,
-		SyncAlways: c.cfg.SyncAlways,
-		MaxPayload: 1 << 20,
+		ServerName:   fmt.Sprintf("%s-%d", c.cfg.Name, i),
+		Host:         c.cfg.Host,
+		Port:         c.cfg.ClientPorts[i],
+		JetStream:    true,
+		StoreDir:     filepath.Join(c.cfg.StoreDir, fmt.Sprintf("node-%d", i)),
+		NoSigs:       true,
+		NoLog:        true,
+		SyncAlways:   c.cfg.SyncAlways,
+		MaxPayload:   1 << 20,
+		PingInterval: PingInterval,
+		MaxPingsOut:  PingMax,
 		Cluster: server.ClusterOpts{
 			Name: c.cfg.Name,
 			Host: c.cfg.Host,

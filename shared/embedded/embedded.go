@@ -15,6 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// PingInterval and PingMax are the servers' liveness checks of clients and routes: one left
+// unanswered PingMax times in a row, a ping every PingInterval, is dropped, so that what it
+// held (a pin, messages in hand) goes to a live one within seconds (README, Partitions).
+const (
+	PingInterval = 2 * time.Second
+	PingMax      = 3
+)
+
 // Config configures one embedded server.
 type Config struct {
 	// Name is the server name; it must stay the same across restarts on one store.
@@ -91,8 +99,10 @@ func Start(cfg Config) (*Server, error) {
 		SyncAlways: cfg.SyncAlways,
 		// Commands are small; this leaves room for an oversized one to reach the handler and be
 		// rejected with a clear outcome instead of being refused at the door.
-		MaxPayload: 1 << 20,
-		Nkeys:      cfg.Nkeys,
+		MaxPayload:   1 << 20,
+		PingInterval: PingInterval,
+		MaxPingsOut:  PingMax,
+		Nkeys:        cfg.Nkeys,
 	}
 	if cfg.TLS != nil {
 		opts.TLSConfig = cfg.TLS.Clone()

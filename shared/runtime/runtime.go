@@ -283,9 +283,13 @@ func (r *runner) consumer(ctx context.Context, name string) (jetstream.Consumer,
 	return cons, ackWait, nil
 }
 
-// consumeErrors logs what a consume of consumer name reports; nats.go itself reconnects.
-func (r *runner) consumeErrors(name string) jetstream.PullConsumeOpt {
+// consumeErrors logs what a consume of consumer name reports (nats.go itself reconnects) and
+// passes it to also, if given.
+func (r *runner) consumeErrors(name string, also ...func(error)) jetstream.PullConsumeOpt {
 	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		for _, f := range also {
+			f(err)
+		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
 			return
@@ -293,6 +297,17 @@ func (r *runner) consumeErrors(name string) jetstream.PullConsumeOpt {
 		r.log.Debug("consume", "consumer", name, "err", err)
 	})
 }
+
+// reconnects counts the connection's reconnections: a message that came before the last one
+// came on a connection that is gone.
+func (r *runner) reconnects() uint64 {
+	if r.js == nil {
+		return 0 // queues driven without a server (the runtime's own tests)
+	}
+	return r.js.Conn().Stats().Reconnects
+}
+
+func (r *runner) connected() bool { return r.js == nil || r.js.Conn().IsConnected() }
 
 func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.WaitGroup) (jetstream.ConsumeContext, error) {
 	cons, ackWait, err := r.consumer(ctx, name)
