@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -235,6 +236,8 @@ type runner struct {
 	mu     sync.Mutex
 	queues []chan held
 
+	movedOff atomic.Int64 // Unix nanoseconds of the last moveOff
+
 	// sending is held (read) by consume callbacks while they hand a message over, so that the
 	// queues are closed only when no callback is sending on them.
 	sending sync.RWMutex
@@ -292,10 +295,36 @@ func (r *runner) consumeErrors(name string, also ...func(error)) jetstream.PullC
 		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
+			r.moveOff()
 			return
 		}
 		r.log.Debug("consume", "consumer", name, "err", err)
 	})
+}
+
+// moveOffEvery bounds how often a replica leaves its server for another one.
+const moveOffEvery = 10 * time.Second
+
+// moveOff connects to another server of the cluster when consumes through this one miss their
+// heartbeats: the server answers pings but not for JetStream (it is cut off from the rest of
+// the cluster), so waiting on it would leave this replica idle until the partition heals.
+func (r *runner) moveOff() {
+	if r.js == nil {
+		return
+	}
+	nc := r.js.Conn()
+	if len(nc.Servers()) < 2 {
+		return // nowhere else to go
+	}
+	now := time.Now().UnixNano()
+	last := r.movedOff.Load()
+	if now-last < int64(moveOffEvery) || !r.movedOff.CompareAndSwap(last, now) {
+		return
+	}
+	r.log.Warn("JetStream unreachable through this server; connecting to another", "server", nc.ConnectedUrlRedacted())
+	if err := nc.ForceReconnect(); err != nil {
+		r.log.Debug("force reconnect", "err", err)
+	}
 }
 
 // reconnects counts the connection's reconnections: a message that came before the last one
