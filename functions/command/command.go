@@ -40,9 +40,9 @@ type Deps struct {
 	// Now is the clock that stamps outcomes; time.Now when nil. Decisions never read it.
 	Now func() time.Time
 	// Auth checks command signatures; nil accepts every command unsigned.
-	Auth *signing.Policy
-	// Admission limits how often one entity's record changes; the zero value admits all.
-	Admission domain.Admission
+	Auth Authority
+	// Rules are the decision's settings (admission, age of signed commands).
+	Rules Rules
 	// Answered finds the last outcome event of an entity, so that a redelivered command that
 	// already has its outcome is not judged again; nil skips the check.
 	Answered Answered
@@ -85,7 +85,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 			return err
 		}
 		dl := Delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
-		dec := decide(cur.Record, cmd, dl, d.Admission, d.clock()().UTC())
+		dec := decide(cur.Record, cmd, dl, d.Rules, d.clock()().UTC())
 		dec.Event.Revision = cur.Rev
 		log := d.log().With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())
 		switch dec.Action {
@@ -188,7 +188,7 @@ func (d Deps) decode(msg runtime.Message, key, msgID string) (domain.Command, *d
 		}
 	}
 	if signer != nil {
-		cmd.Actor = signer.Name
+		cmd.Actor, cmd.SignerKey = signer.Name, signer.Key
 	}
 	return cmd, nil
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"time"
 
 	"maintsignals/shared/domain"
@@ -36,6 +37,18 @@ type Delivery struct {
 	Remembered bool
 }
 
+// Rules are the settings of the decision: the same on every replica.
+type Rules struct {
+	// Admission limits how often an entity's record changes.
+	Admission domain.Admission
+	// MaxCommandAge is how long after it was issued a signed command is still accepted, by the
+	// time the stream stored it; one issued more than MaxFutureSkew after that is refused too.
+	MaxCommandAge time.Duration
+}
+
+// MaxFutureSkew is how far ahead of the stream's clock a signed command's issuedAt may be.
+const MaxFutureSkew = time.Minute
+
 // Decision is the outcome of one command on one record.
 type Decision struct {
 	Action     Action
@@ -50,8 +63,8 @@ type Decision struct {
 // replicas (one of them cut off and back) or two deliveries deciding the same command on the
 // same record reach the same decision, and a record that moved on (a later command wrote it)
 // makes any late decision a Skip. at only stamps the outcome.
-func decide(rec domain.Record, cmd domain.Command, d Delivery, adm domain.Admission, at time.Time) Decision {
-	dec := decideOn(rec, cmd, d, adm, at)
+func decide(rec domain.Record, cmd domain.Command, d Delivery, rules Rules, at time.Time) Decision {
+	dec := decideOn(rec, cmd, d, rules, at)
 	if d.Remembered && dec.Action != Apply {
 		return Decision{Action: Reread, Why: "remembered record would not apply it"}
 	}
@@ -59,7 +72,7 @@ func decide(rec domain.Record, cmd domain.Command, d Delivery, adm domain.Admiss
 	return dec
 }
 
-func decideOn(rec domain.Record, cmd domain.Command, d Delivery, adm domain.Admission, at time.Time) Decision {
+func decideOn(rec domain.Record, cmd domain.Command, d Delivery, rules Rules, at time.Time) Decision {
 	switch {
 	case appliedLast(rec, cmd.ID, d.Seq):
 		// The write happened, the event may not have: the very same event again, under the
@@ -70,6 +83,10 @@ func decideOn(rec domain.Record, cmd domain.Command, d Delivery, adm domain.Admi
 	case rec.Seen(cmd.ID):
 		return Decision{Action: Duplicate, Event: domain.Duplicate(cmd, rec.State, at), Why: "id applied before"}
 	}
+	if rej := signedOnce(rec, cmd, d.StoredAt, rules.MaxCommandAge); rej != nil {
+		return Decision{Action: Reject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired or replayed"}
+	}
+	adm := rules.Admission
 	tokens, ok := adm.Admit(rec, d.StoredAt)
 	if !ok {
 		return Decision{Action: Reject, Event: domain.Rejected(cmd, rec.State, domain.TooMany(), at), Why: "over the entity's admission"}
@@ -86,7 +103,49 @@ func decideOn(rec domain.Record, cmd domain.Command, d Delivery, adm domain.Admi
 	if adm.Rate > 0 {
 		next.AdmitTokens, next.AdmitAt = tokens, later(d.StoredAt, rec.AdmitAt)
 	}
+	if cmd.SignerKey != "" {
+		next.SignedUpTo = signedUpTo(rec.SignedUpTo, cmd, d.StoredAt.Add(-rules.MaxCommandAge-MaxFutureSkew))
+	}
 	return Decision{Action: Apply, Next: next, Event: ev, Transition: tr, Why: "applied"}
+}
+
+// signedOnce refuses a signed command that is too old or too far ahead of the stream's clock
+// when stored, or that was issued no later than the last command applied with its key (a
+// replay, however it was sent: another Nats-Msg-Id, none, or after the id was forgotten).
+func signedOnce(rec domain.Record, cmd domain.Command, storedAt time.Time, maxAge time.Duration) *domain.Rejection {
+	if cmd.SignerKey == "" {
+		return nil
+	}
+	issued, ok := cmd.Issued()
+	switch {
+	case !ok:
+		return unauthorized("expired: a signed command must carry issuedAt inside the signed body")
+	case storedAt.Sub(issued) > maxAge:
+		return unauthorized("expired: issued at %s, more than %s before it was stored at %s", cmd.IssuedAt, maxAge, storedAt.UTC().Format(time.RFC3339))
+	case issued.Sub(storedAt) > MaxFutureSkew:
+		return unauthorized("expired: issued at %s, more than %s ahead of the stream's clock (%s)", cmd.IssuedAt, MaxFutureSkew, storedAt.UTC().Format(time.RFC3339))
+	}
+	if last, seen := rec.SignedUpTo[cmd.SignerKey]; seen && !issued.After(last) {
+		return unauthorized("replayed: issued at %s, no later than the last command applied with this key (%s); sign a new command", cmd.IssuedAt, last.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// signedUpTo is prev with cmd's issuedAt as its key's last, less the keys whose last command
+// was issued before horizon: any command they could still sign is past its age.
+func signedUpTo(prev map[string]time.Time, cmd domain.Command, horizon time.Time) map[string]time.Time {
+	issued, _ := cmd.Issued()
+	next := map[string]time.Time{cmd.SignerKey: issued}
+	for k, t := range prev {
+		if k != cmd.SignerKey && !t.Before(horizon) {
+			next[k] = t
+		}
+	}
+	return next
+}
+
+func unauthorized(format string, args ...any) *domain.Rejection {
+	return &domain.Rejection{Code: domain.CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
 }
 
 // appliedLast reports whether the record was last written by this very stored command.

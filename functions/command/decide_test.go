@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,6 +23,16 @@ func TestDecide(t *testing.T) {
 		return r
 	}
 	pending := applied(domain.StatePending, "c-10", 10, t0)
+	signedRaw := func(cid, issued string) domain.Command {
+		return domain.Command{ID: cid, ResourceID: id, Task: domain.TaskNone, IssuedAt: issued, SignerKey: "UKEY"}
+	}
+	signed := func(cid string, issued time.Time) domain.Command {
+		return signedRaw(cid, issued.Format(time.RFC3339Nano))
+	}
+	signedBy := func(r domain.Record, last time.Time) domain.Record {
+		r.SignedUpTo = map[string]time.Time{"UKEY": last}
+		return r
+	}
 	updating := applied(domain.StatePlanned, "c-10", 10, t0)
 	updating.Updating, updating.Task = true, domain.TaskEverything
 	limit := domain.Admission{Rate: 1, Burst: 2}
@@ -33,7 +44,7 @@ func TestDecide(t *testing.T) {
 		rec      domain.Record
 		cmd      domain.Command
 		d        Delivery
-		adm      domain.Admission
+		rules    Rules
 		want     Action
 		wantTo   domain.State
 		wantCode domain.Code
@@ -58,9 +69,21 @@ func TestDecide(t *testing.T) {
 			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
 		{name: "while updating, an unforced command is rejected", rec: updating, cmd: cmd("c-11", domain.TaskNone),
 			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeRequestNotAllowed},
-		{name: "over the entity's admission is rejected", rec: drained, cmd: cmd("c-11", domain.TaskNone), adm: limit,
+		{name: "over the entity's admission is rejected", rec: drained, cmd: cmd("c-11", domain.TaskNone), rules: Rules{Admission: limit},
 			d: Delivery{Seq: 11, StoredAt: t0.Add(100 * time.Millisecond)}, want: Reject, wantCode: domain.CodeRequestNotAllowed},
-		{name: "admission refills by the commands' stored times", rec: drained, cmd: cmd("c-11", domain.TaskNone), adm: limit,
+		{name: "admission refills by the commands' stored times", rec: drained, cmd: cmd("c-11", domain.TaskNone), rules: Rules{Admission: limit},
+			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
+		{name: "a signed command issued a moment before it was stored is applied", rec: pending, cmd: signed("c-11", t0.Add(500*time.Millisecond)),
+			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
+		{name: "a signed command without issuedAt is refused", rec: pending, cmd: signedRaw("c-11", ""),
+			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeUnauthorized},
+		{name: "a signed command older than the max age when stored is refused as expired", rec: pending, cmd: signed("c-11", t0.Add(-16*time.Minute)),
+			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeUnauthorized},
+		{name: "a signed command more than a minute ahead of the stream's clock is refused as expired", rec: pending, cmd: signed("c-11", t0.Add(3*time.Minute)),
+			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeUnauthorized},
+		{name: "a signed command issued no later than the key's last applied one is a replay", rec: signedBy(pending, t0), cmd: signed("c-replay", t0),
+			d: Delivery{Seq: 90, StoredAt: t0.Add(5 * time.Minute)}, want: Reject, wantCode: domain.CodeUnauthorized},
+		{name: "a later command of the same key is applied", rec: signedBy(pending, t0), cmd: signed("c-11", t0.Add(time.Millisecond)),
 			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
 		{name: "a remembered record that would apply is decided on", rec: pending, cmd: cmd("c-11", domain.TaskNone),
 			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: Apply, wantTo: domain.StateNone},
@@ -71,7 +94,10 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := t0.Add(time.Hour)
-			dec := decide(tc.rec, tc.cmd, tc.d, tc.adm, at)
+			if tc.rules.MaxCommandAge == 0 {
+				tc.rules.MaxCommandAge = 15 * time.Minute
+			}
+			dec := decide(tc.rec, tc.cmd, tc.d, tc.rules, at)
 			if dec.Action != tc.want {
 				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
 			}
@@ -111,10 +137,35 @@ func TestDecide_SameInputsSameDecision(t *testing.T) {
 	rec := domain.Record{State: domain.StatePending, LastCommandSeq: 7, LastCommandAt: t0, AdmitTokens: 0.2, AdmitAt: t0}
 	c := domain.Command{ID: "c-8", ResourceID: "/r", Task: domain.TaskNone}
 	d := Delivery{Seq: 8, StoredAt: t0.Add(200 * time.Millisecond)}
-	adm := domain.Admission{Rate: 1, Burst: 5}
-	first := decide(rec, c, d, adm, t0.Add(time.Second))
-	late := decide(rec, c, d, adm, t0.Add(10*time.Minute))
+	rules := Rules{Admission: domain.Admission{Rate: 1, Burst: 5}, MaxCommandAge: time.Minute}
+	first := decide(rec, c, d, rules, t0.Add(time.Second))
+	late := decide(rec, c, d, rules, t0.Add(10*time.Minute))
 	if first.Action != Reject || late.Action != first.Action || late.Event.Code != first.Event.Code {
 		t.Fatalf("decided %s then %s", first.Action, late.Action)
+	}
+}
+
+// TestDecide_SignedUpToStaysSmall: the replay memory keeps one time per key, and forgets a key
+// whose last command is past any command's age, so it does not grow with the commands.
+func TestDecide_SignedUpToStaysSmall(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rules := Rules{MaxCommandAge: 15 * time.Minute}
+	rec := domain.Record{State: domain.StateNone}
+	for i := range 1000 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		key := []string{"UADMIN", "UUPDATER"}[i%2]
+		if i > 500 {
+			key = "UADMIN" // the updater's key is retired
+		}
+		task := []domain.Task{domain.TaskPending, domain.TaskNone}[i%2]
+		c := domain.Command{ID: fmt.Sprintf("c-%d", i), ResourceID: "/r", Task: task, IssuedAt: at.Format(time.RFC3339Nano), SignerKey: key}
+		dec := decide(rec, c, Delivery{Seq: uint64(i + 1), StoredAt: at.Add(time.Second)}, rules, at)
+		if dec.Action != Apply {
+			t.Fatalf("command %d: %s (%s) %+v", i, dec.Action, dec.Why, dec.Event)
+		}
+		rec = dec.Next
+	}
+	if len(rec.SignedUpTo) != 1 || len(rec.RecentCommandIDs) != domain.RecentIDs {
+		t.Fatalf("after 1,000 commands: %d keys remembered %v, %d ids", len(rec.SignedUpTo), rec.SignedUpTo, len(rec.RecentCommandIDs))
 	}
 }

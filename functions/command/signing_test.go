@@ -3,6 +3,7 @@ package command_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -33,6 +34,9 @@ func TestHandle_SignedCommandsOnly(t *testing.T) {
 	// publish sends cmd signed by kp (nil: unsigned); tamper changes the body after signing.
 	publish := func(cmd domain.Command, kp nkeys.KeyPair, tamper bool, withHeader bool) {
 		t.Helper()
+		if kp != nil && cmd.IssuedAt == "" {
+			cmd.IssuedAt = time.Now().UTC().Format(time.RFC3339Nano)
+		}
 		body, _ := json.Marshal(cmd)
 		m := nats.NewMsg(domain.CommandSubject(key))
 		if kp != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +46,7 @@ type emitFlags struct {
 	pucm      bool
 
 	signers           string
+	maxCommandAge     time.Duration
 	requireSignatures bool
 	entityRate        float64
 	entityBurst       int
@@ -53,21 +55,23 @@ type emitFlags struct {
 func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().DurationVar(&f.retention, "retention", emitter.DefaultRetention, "emitter: how long an entity in None keeps being emitted")
 	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
-	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKey":"U…","roles":["admin"]}] (roles: admin, updater)`)
+	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
 	c.Flags().BoolVar(&f.requireSignatures, "require-signatures", false, "command: refuse unsigned commands (Unauthorized); needs --signers")
+	c.Flags().DurationVar(&f.maxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "command: a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
 	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of changes admitted per entity")
 }
 
-// policy loads the signing policy of --signers / --require-signatures (nil: none).
-func (f emitFlags) policy() (*signing.Policy, error) {
+// authority loads the signing policy of --signers / --require-signatures (nil: none) and
+// follows the signers file until ctx ends, so that keys rotate without a restart.
+func (f emitFlags) authority(ctx context.Context, log *slog.Logger) (command.Authority, error) {
 	switch {
 	case f.signers == "" && f.requireSignatures:
 		return nil, errors.New("--require-signatures needs --signers FILE")
 	case f.signers == "":
 		return nil, nil
 	}
-	return signing.LoadPolicy(f.signers, f.requireSignatures)
+	return signing.Watch(ctx, f.signers, f.requireSignatures, signing.DefaultWatchEvery, log)
 }
 
 // functionSpec is one function maintctl can run.
@@ -85,16 +89,17 @@ var functions = []functionSpec{
 		name:  "command",
 		about: "applies admin and outcome commands (every partition of MAINT_COMMANDS)",
 		run: func(ctx context.Context, fe functionEnv) error {
-			auth, err := fe.emit.policy()
+			auth, err := fe.emit.authority(ctx, fe.a.log)
 			if err != nil {
 				return err
 			}
 			return command.Run(ctx, fe.js, command.Config{
-				Log:         fe.a.log,
-				Meter:       fe.tel.Meter("maintsignals/functions/command"),
-				Auth:        auth,
-				EntityRate:  fe.emit.entityRate,
-				EntityBurst: fe.emit.entityBurst,
+				Log:           fe.a.log,
+				Meter:         fe.tel.Meter("maintsignals/functions/command"),
+				Auth:          auth,
+				MaxCommandAge: fe.emit.maxCommandAge,
+				EntityRate:    fe.emit.entityRate,
+				EntityBurst:   fe.emit.entityBurst,
 			})
 		},
 	},
@@ -350,12 +355,15 @@ func mergeReports(prev, next provision.Report) provision.Report {
 // runFunctions runs the available functions until ctx is cancelled or one fails; ready is
 // called once they are all started.
 func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functionEnv, ready func(names []string)) error {
-	// A wrong signing setting stops everything before any function starts.
-	if _, err := fe.emit.policy(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A wrong signing setting stops everything before any function starts.
+	check, stopCheck := context.WithCancel(ctx)
+	_, err := fe.emit.authority(check, fe.a.log)
+	stopCheck()
+	if err != nil {
+		return err
+	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

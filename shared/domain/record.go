@@ -44,6 +44,11 @@ type Record struct {
 	// admits or refuses a command alike.
 	AdmitTokens float64   `json:"admitTokens,omitempty"`
 	AdmitAt     time.Time `json:"admitAt,omitzero"`
+
+	// SignedUpTo holds, per signing key, the issuedAt of the last signed command applied with
+	// it: a signed command issued no later is a replay. Keys whose last command is older than
+	// any command still accepted are dropped, so it stays as small as the set of keys in use.
+	SignedUpTo map[string]time.Time `json:"signedUpTo,omitempty"`
 }
 
 // Follows reports whether next, a record about to replace r, was written by a command stored
