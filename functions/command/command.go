@@ -209,7 +209,7 @@ func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd d
 				return nil
 			}
 			state, rev = rec.State, r
-		case !errors.Is(err, jetstream.ErrInvalidKey):
+		case !errors.Is(err, store.ErrInvalidKey):
 			return readError(err)
 		}
 	}

@@ -16,6 +16,9 @@ import (
 // ErrConflict is returned by Put when the record changed since it was read.
 var ErrConflict = errors.New("record changed since it was read")
 
+// ErrInvalidKey is returned for a key the bucket cannot hold (no entity has it).
+var ErrInvalidKey = errors.New("not a valid entity key")
+
 // Store is the bucket of records.
 type Store struct {
 	js jetstream.JetStream
@@ -37,6 +40,9 @@ func (s *Store) Get(ctx context.Context, key string) (domain.Record, uint64, err
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return domain.Record{State: domain.StateNone}, 0, nil
+	}
+	if errors.Is(err, jetstream.ErrInvalidKey) {
+		return domain.Record{}, 0, fmt.Errorf("get %q: %w", key, ErrInvalidKey)
 	}
 	if err != nil {
 		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
@@ -85,6 +91,9 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
 		}
+	}
+	if errors.Is(err, jetstream.ErrInvalidKey) {
+		return 0, fmt.Errorf("put %q: %w", key, ErrInvalidKey)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("put %s: %w", key, err)

@@ -151,3 +151,20 @@ func TestPut_RefusesARecordThatMovesBackwards(t *testing.T) {
 		t.Fatalf("command of a recreated stream: %v", err)
 	}
 }
+
+// TestStore_InvalidKeyIsTheStoresOwnError: a key the bucket cannot hold comes back as
+// store.ErrInvalidKey, on a read and on a write, and no JetStream error reaches the caller.
+func TestStore_InvalidKeyIsTheStoresOwnError(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, env.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Get(ctx, "bad key*"); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("get: %v, want ErrInvalidKey", err)
+	}
+	if _, err := st.Put(ctx, "bad key*", store.Versioned{}, domain.Record{LastCommandSeq: 1}); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("put: %v, want ErrInvalidKey", err)
+	}
+}
