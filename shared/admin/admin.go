@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,10 +30,12 @@ type Config struct {
 	Listen string
 	// Status is what the functions of the process report (runtime.WithStatus).
 	Status *runtime.Status
-	// Conn and JS are the functions' connection: readiness checks it and looks the consumers up.
+	// Conn and JS are the functions' connection: readiness checks it and looks the consumers
+	// up. They may come later (Attach): liveness is served while the first connection is
+	// still being tried, so that a NATS that starts late does not get the pod restarted.
 	Conn *nats.Conn
 	JS   jetstream.JetStream
-	// Metrics, when set, is served on /metrics.
+	// Metrics, when set, is served on /metrics (or later, SetMetrics).
 	Metrics http.Handler
 	// CheckTimeout bounds the consumer look-ups of one readiness check (default 2s).
 	CheckTimeout time.Duration
@@ -44,13 +47,18 @@ type Server struct {
 	cfg  Config
 	srv  *http.Server
 	addr string
+
+	mu      sync.Mutex
+	conn    *nats.Conn
+	js      jetstream.JetStream
+	metricz http.Handler
 }
 
 // Start listens at once (an address in use fails here, not later) and serves in the
 // background until Close.
 func Start(cfg Config) (*Server, error) {
-	if cfg.Status == nil || cfg.Conn == nil || cfg.JS == nil {
-		return nil, errors.New("admin: Status, Conn and JS are required")
+	if cfg.Status == nil {
+		return nil, errors.New("admin: Status is required")
 	}
 	if cfg.CheckTimeout <= 0 {
 		cfg.CheckTimeout = 2 * time.Second
@@ -62,15 +70,13 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin listen %s: %w", cfg.Listen, err)
 	}
-	s := &Server{cfg: cfg, addr: ln.Addr().String()}
+	s := &Server{cfg: cfg, addr: ln.Addr().String(), conn: cfg.Conn, js: cfg.JS, metricz: cfg.Metrics}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "alive")
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics)
-	}
+	mux.HandleFunc("GET /metrics", s.metrics)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -78,6 +84,31 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}()
 	return s, nil
+}
+
+// Attach gives readiness the functions' connection once it is made.
+func (s *Server) Attach(conn *nats.Conn, js jetstream.JetStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conn, s.js = conn, js
+}
+
+// SetMetrics serves h on /metrics (nil: 404, metrics go elsewhere).
+func (s *Server) SetMetrics(h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.metricz = h
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.metricz
+	s.mu.Unlock()
+	if h == nil {
+		writeText(w, http.StatusNotFound, "no Prometheus page here: metrics go over OTLP, or start with --metrics-listen")
+		return
+	}
+	h.ServeHTTP(w, r)
 }
 
 // Addr is the address the server listens on.
@@ -88,7 +119,13 @@ func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // Ready reports whether the process can take work now, and why not.
 func (s *Server) Ready(ctx context.Context) error {
-	if st := s.cfg.Conn.Status(); st != nats.CONNECTED {
+	s.mu.Lock()
+	conn, js := s.conn, s.js
+	s.mu.Unlock()
+	if conn == nil || js == nil {
+		return errors.New("not connected to NATS yet")
+	}
+	if st := conn.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("not connected to NATS (%s)", strings.ToLower(st.String()))
 	}
 	fns := s.cfg.Status.Functions()
@@ -107,7 +144,7 @@ func (s *Server) Ready(ctx context.Context) error {
 	defer cancel()
 	for _, f := range fns {
 		for _, c := range f.Consumers {
-			if _, err := s.cfg.JS.Consumer(ctx, f.Stream, c); err != nil {
+			if _, err := js.Consumer(ctx, f.Stream, c); err != nil {
 				if errors.Is(err, jetstream.ErrConsumerNotFound) {
 					return fmt.Errorf("consumer %s/%s not found (run maintctl provision)", f.Stream, c)
 				}
