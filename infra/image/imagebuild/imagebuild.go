@@ -83,6 +83,9 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if o.Ref == "" {
 		o.Ref = Ref
 	}
+	if o.Epoch.IsZero() {
+		o.Epoch = time.Unix(0, 0)
+	}
 	tag, err := name.NewTag(o.Ref)
 	if err != nil {
 		return nil, fmt.Errorf("image reference %q: %w", o.Ref, err)
