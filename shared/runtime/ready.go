@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Status is what the functions of a process tell its readiness probe: which consumers each
@@ -67,3 +68,8 @@ func (s *Status) set(cfg Config, serving, draining bool) {
 	defer s.mu.Unlock()
 	s.fns[cfg.Name] = FunctionStatus{Name: cfg.Name, Stream: cfg.Stream, Consumers: slices.Clone(cfg.Consumers), Serving: serving, Draining: draining}
 }
+
+// DefaultDrainTimeout is how long a function lets the messages in hand finish after shutdown
+// starts, unless Config.DrainTimeout says otherwise; a platform's termination grace period
+// must be longer.
+const DefaultDrainTimeout = 30 * time.Second

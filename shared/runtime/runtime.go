@@ -119,7 +119,7 @@ func (c *Config) validate() error {
 		c.BalanceEvery = 5 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 30 * time.Second
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
