@@ -101,6 +101,10 @@ func render(t *testing.T, overlay string) []byte {
 		}
 		return out
 	}
+	// The dev overlay adds only a namespace and a smaller maximum to the base.
+	if overlay != "dev" {
+		t.Skipf("kubectl not found: the %s overlay's patches need kubectl kustomize; checking dev from the base's files only", overlay)
+	}
 	t.Logf("kubectl not found: checking the base's files without the %s overlay's patches", overlay)
 	var k struct {
 		Resources []string `json:"resources"`
