@@ -143,6 +143,8 @@ type natsPlan struct {
 	// a cluster: host and the ports of each node (nil: free ones).
 	host            string
 	clients, routes []int
+	// monitor is --monitor-listen ("" for none).
+	monitor string
 }
 
 // planNATS checks --nodes, --listen (read as host and port) and --data against each other, and
@@ -172,11 +174,14 @@ func planNATS(f upFlags, host string, port int, data string) (natsPlan, error) {
 // functions to it; sec secures a single server (planNATS's caller refuses it for a cluster).
 func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways bool, sec *upSecurity) (*natsRun, error) {
 	if p.nodes == 1 {
-		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways, TLS: sec.tls, Nkeys: sec.nkeys})
+		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways, TLS: sec.tls, Nkeys: sec.nkeys, Monitor: p.monitor})
 		if err != nil {
-			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", p.listen, err)
+			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen or --monitor-listen)", p.listen, err)
 		}
 		a.printf("NATS with JetStream listening on %s\n", srv.ClientURL())
+		if m := srv.MonitorURL(); m != "" {
+			a.printf("NATS monitoring on %s (KEDA's query: %s/jsz?acc=$G&config=true&consumers=true)\n", m, m)
+		}
 		for _, line := range sec.describe() {
 			a.printf("  %s\n", line)
 		}
@@ -212,9 +217,24 @@ func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways
 	}
 
 	a.log.Info("starting a local JetStream cluster; electing its meta leader takes a few seconds", "nodes", p.nodes, "data", data)
+	var monitorPorts []int
+	if p.monitor != "" {
+		_, mp, err := net.SplitHostPort(p.monitor)
+		port, perr := strconv.Atoi(mp)
+		if err != nil || perr != nil || port < 0 || port+p.nodes > 65536 {
+			return nil, fmt.Errorf("--monitor-listen %q: bad port", p.monitor)
+		}
+		for i := 0; i < p.nodes; i++ {
+			if port == 0 {
+				monitorPorts = append(monitorPorts, 0)
+			} else {
+				monitorPorts = append(monitorPorts, port+i)
+			}
+		}
+	}
 	c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{
 		Nodes: p.nodes, StoreDir: data, ClientPorts: p.clients, RoutePorts: p.routes,
-		Host: p.host, SyncAlways: syncAlways, Name: clusterName,
+		Host: p.host, SyncAlways: syncAlways, Name: clusterName, MonitorPorts: monitorPorts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start a %d-node NATS cluster: %w", p.nodes, err)
@@ -226,6 +246,9 @@ func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways
 		layout.ClientPorts = append(layout.ClientPorts, s.Addr().(*net.TCPAddr).Port)
 		layout.RoutePorts = append(layout.RoutePorts, rp)
 		a.printf("  %s listening on %s (routes on port %d, store %s)\n", s.Name(), s.ClientURL(), rp, filepath.Join(data, "node-"+strconv.Itoa(i)))
+		if m := s.MonitorURL(); m != "" {
+			a.printf("    monitoring on %s\n", m)
+		}
 	}
 	if err := writeClusterLayout(data, layout); err != nil {
 		c.Stop()

@@ -22,7 +22,9 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/infra/provision"
+	"maintsignals/shared/admin"
 	"maintsignals/shared/natsconn"
+	"maintsignals/shared/runtime"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
 )
@@ -141,6 +143,7 @@ type upFlags struct {
 	nodes         int
 	syncAlways    bool
 	metricsListen string
+	monitorListen string
 	partitions    int
 	inFlight      int
 	eventsMaxAge  time.Duration
@@ -206,6 +209,7 @@ memory at each start; nothing is written to disk. In-process connections never u
 	fl.IntVar(&f.nodes, "nodes", 1, "JetStream servers: 1, or 3 or 5 for a local cluster (streams and bucket get as many replicas)")
 	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store (of every node) to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
+	fl.StringVar(&f.monitorListen, "monitor-listen", "", "host:port of the NATS monitoring endpoint (/varz, /jsz, /healthz: what KEDA's nats-jetstream scaler reads), e.g. 127.0.0.1:8222; with --nodes, node i takes port+i")
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
@@ -261,6 +265,12 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
+	if f.monitorListen != "" {
+		if _, _, err := net.SplitHostPort(f.monitorListen); err != nil {
+			return fmt.Errorf("--monitor-listen %q: want host:port, e.g. 127.0.0.1:8222", f.monitorListen)
+		}
+		plan.monitor = f.monitorListen
+	}
 	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec)
 	if err != nil {
 		return err
@@ -583,6 +593,7 @@ const inFlightUsage = "commands of one partition out at once (to the one replica
 func (a *app) functionCommand() *cobra.Command {
 	var (
 		metricsListen string
+		adminListen   string
 		emit          emitFlags
 	)
 	names := make([]string, 0, len(functions))
@@ -627,11 +638,31 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 				return fmt.Errorf("function %s is not available in this build yet", spec.name)
 			}
 			ctx := cmd.Context()
+			// The admin endpoint comes first: liveness must answer while NATS is still being
+			// reached, readiness says why the replica is not ready yet.
+			var adm *admin.Server
+			if adminListen != "" {
+				status := runtime.NewStatus()
+				ctx = runtime.WithStatus(ctx, status)
+				var err error
+				if adm, err = admin.Start(admin.Config{Listen: adminListen, Status: status, Logger: a.log}); err != nil {
+					return fmt.Errorf("--admin-listen: %w", err)
+				}
+				defer func() {
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+					defer cancel()
+					_ = adm.Close(sctx)
+				}()
+				a.log.Info("admin endpoint listening", "addr", adm.Addr(), "paths", "/livez /readyz /metrics")
+			}
 			cl, err := a.connectRetry(ctx)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
+			if adm != nil {
+				adm.Attach(cl.NC, cl.JS)
+			}
 			// The emitter bounds each run by the tick, so that a run never sends late what it
 			// read long ago: `up` knows the tick; a lone function reads it from the schedule.
 			var tick time.Duration
@@ -649,6 +680,9 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 				return err
 			}
 			defer a.shutdownTelemetry(tel)
+			if adm != nil {
+				adm.SetMetrics(tel.PrometheusHandler())
+			}
 			a.log.Info("function starting", "function", spec.name, "server", cl.NC.ConnectedUrlRedacted(), "metrics", metricsWhere(tel, a.env), "tick", tick)
 			err = a.runFunctions(ctx, []functionSpec{spec}, functionEnv{js: cl.JS, tel: tel, a: a, tick: tick, emit: emit}, func([]string) {})
 			if err == nil {
@@ -657,7 +691,8 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 			return err
 		},
 	}
-	c.Flags().StringVar(&metricsListen, "metrics-listen", "", "host:port of a Prometheus page when no OTLP endpoint is set (default: none)")
+	c.Flags().StringVar(&metricsListen, "metrics-listen", "", "host:port of a Prometheus page when no OTLP endpoint is set (default: none; the page is also served on --admin-listen)")
+	c.Flags().StringVar(&adminListen, "admin-listen", "", "host:port of the health endpoints, e.g. :8081: /livez (alive; never checks NATS), /readyz (connected, consumers found, not draining; else 503), /metrics (with --metrics-listen)")
 	addEmitFlags(c, &emit)
 	return c
 }

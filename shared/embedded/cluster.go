@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,8 +29,13 @@ type ClusterConfig struct {
 	// RoutePorts are the cluster ports; nil picks free ones.
 	RoutePorts []int
 	Host       string // default 127.0.0.1
-	SyncAlways bool
-	Name       string // cluster name, default "maint"
+	// Hosts, when set, gives each node its own address (127.0.0.1, 127.0.0.2, ...: every node
+	// on the same ports, as pods of a StatefulSet are); it overrides Host.
+	Hosts []string
+	// MonitorPorts, when set, serve each node's HTTP monitoring endpoint (0: a free port).
+	MonitorPorts []int
+	SyncAlways   bool
+	Name         string // cluster name, default "maint"
 }
 
 // Cluster is a running cluster of embedded servers.
@@ -47,16 +53,22 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
+	if cfg.Hosts != nil && len(cfg.Hosts) != cfg.Nodes {
+		return nil, errors.New("embedded: one host per node")
+	}
+	if cfg.MonitorPorts != nil && len(cfg.MonitorPorts) != cfg.Nodes {
+		return nil, errors.New("embedded: one monitor port per node")
+	}
 	if cfg.Name == "" {
 		cfg.Name = "maint"
 	}
 	var err error
-	if cfg.ClientPorts == nil {
+	if cfg.ClientPorts == nil && cfg.Hosts == nil {
 		if cfg.ClientPorts, err = freePorts(cfg.Host, cfg.Nodes); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.RoutePorts == nil {
+	if cfg.RoutePorts == nil && cfg.Hosts == nil {
 		if cfg.RoutePorts, err = freePorts(cfg.Host, cfg.Nodes); err != nil {
 			return nil, err
 		}
@@ -86,15 +98,15 @@ func (c *Cluster) nodeOptions(i int) (*server.Options, error) {
 		if j == i {
 			continue
 		}
-		u, err := url.Parse(fmt.Sprintf("nats-route://%s:%d", c.cfg.Host, p))
+		u, err := url.Parse(fmt.Sprintf("nats-route://%s", net.JoinHostPort(c.host(j), strconv.Itoa(p))))
 		if err != nil {
 			return nil, err
 		}
 		routes = append(routes, u)
 	}
-	return &server.Options{
+	opts := &server.Options{
 		ServerName:   fmt.Sprintf("%s-%d", c.cfg.Name, i),
-		Host:         c.cfg.Host,
+		Host:         c.host(i),
 		Port:         c.cfg.ClientPorts[i],
 		JetStream:    true,
 		StoreDir:     filepath.Join(c.cfg.StoreDir, fmt.Sprintf("node-%d", i)),
@@ -106,11 +118,26 @@ func (c *Cluster) nodeOptions(i int) (*server.Options, error) {
 		MaxPingsOut:  PingMax,
 		Cluster: server.ClusterOpts{
 			Name: c.cfg.Name,
-			Host: c.cfg.Host,
+			Host: c.host(i),
 			Port: c.cfg.RoutePorts[i],
 		},
 		Routes: routes,
-	}, nil
+	}
+	if c.cfg.MonitorPorts != nil {
+		opts.HTTPHost, opts.HTTPPort = c.host(i), c.cfg.MonitorPorts[i]
+		if opts.HTTPPort == 0 {
+			opts.HTTPPort = -1 // any free port
+		}
+	}
+	return opts, nil
+}
+
+// host is node i's address.
+func (c *Cluster) host(i int) string {
+	if c.cfg.Hosts != nil {
+		return c.cfg.Hosts[i]
+	}
+	return c.cfg.Host
 }
 
 func (c *Cluster) startNode(i int) (*Server, error) {
@@ -133,8 +160,8 @@ func (c *Cluster) startNode(i int) (*Server, error) {
 // URLs is the comma-separated client URL list of the running nodes (for --server / NATS_URL).
 func (c *Cluster) URLs() string {
 	urls := make([]string, 0, len(c.cfg.ClientPorts))
-	for _, p := range c.cfg.ClientPorts {
-		urls = append(urls, fmt.Sprintf("nats://%s:%d", c.cfg.Host, p))
+	for i, p := range c.cfg.ClientPorts {
+		urls = append(urls, "nats://"+net.JoinHostPort(c.host(i), strconv.Itoa(p)))
 	}
 	return strings.Join(urls, ",")
 }

@@ -37,6 +37,9 @@ type Config struct {
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
 	ReadyTimeout time.Duration
+	// Monitor is host:port of the HTTP monitoring endpoint (/varz, /jsz, /healthz: what KEDA's
+	// nats-jetstream scaler reads); port 0 picks a free port; "" serves none.
+	Monitor string
 
 	// TLS, when set, makes the listener accept TLS connections only (ServerTLS builds one from
 	// files). With ClientAuth tls.RequireAndVerifyClientCert and ClientCAs it is mutual TLS:
@@ -126,6 +129,16 @@ func Start(cfg Config) (*Server, error) {
 		}
 		opts.Host, opts.Port = host, port
 	}
+	if cfg.Monitor != "" {
+		host, port, err := splitHostPort(cfg.Monitor)
+		if err != nil {
+			return nil, err
+		}
+		if port == 0 {
+			port = -1 // nats-server's "any free port" for monitoring
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: new server: %w", err)
@@ -173,6 +186,15 @@ func (s *Server) URL() string {
 		return ""
 	}
 	return s.ClientURL()
+}
+
+// MonitorURL is the base URL of the monitoring endpoint (http://host:port), "" when the
+// server has none.
+func (s *Server) MonitorURL() string {
+	if a := s.MonitorAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
 }
 
 // Stop shuts the server down and waits for it to finish.

@@ -120,7 +120,7 @@ func (c *Config) validate() error {
 		c.BalanceEvery = 5 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 30 * time.Second
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -189,11 +189,13 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		ccs = append(ccs, cc)
 	}
 	r.log.Info("function started", "stream", cfg.Stream, "consumers", len(cfg.Consumers))
+	statusFrom(ctx).set(cfg, true, false)
 	if len(keyeds) > 0 && cfg.BalanceEvery > 0 {
 		go r.balance(ctx, keyeds, cfg.BalanceEvery)
 	}
 	<-ctx.Done()
 	r.log.Info("function draining")
+	statusFrom(ctx).set(cfg, false, true)
 	for _, cc := range ccs {
 		cc.Drain()
 	}
