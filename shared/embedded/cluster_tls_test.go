@@ -1,10 +1,8 @@
 package embedded_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -40,40 +38,10 @@ func securedCluster(t *testing.T, routeTLS *tls.Config) (*embedded.Cluster, *nat
 	return c, ca, u
 }
 
-// dialRoute opens a TCP connection to the route port of node 0 and, unless tc is nil, does a
-// TLS handshake with tc; it returns the first line the node sends, or the error that ends the
-// connection instead.
+// dialRoute is natstest.RouteGreeting at the route port of node 0.
 func dialRoute(t *testing.T, c *embedded.Cluster, tc *tls.Config) (string, error) {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", c.Servers[0].ClusterAddr().String(), 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if tc == nil {
-		// A plaintext peer: say what a route says first, and see what comes back.
-		if _, err := conn.Write([]byte("CONNECT {}\r\nPING\r\n")); err != nil {
-			return "", err
-		}
-		return bufio.NewReader(conn).ReadString('\n')
-	}
-	tlsConn := tls.Client(conn, tc)
-	if err := tlsConn.Handshake(); err != nil {
-		return "", err
-	}
-	// With TLS 1.3 a refused client certificate shows on the first read, as an alert.
-	return bufio.NewReader(tlsConn).ReadString('\n')
-}
-
-// presenting is a TLS client that sends cert whatever authorities the server asks for.
-func presenting(cert tls.Certificate) *tls.Config {
-	return &tls.Config{
-		InsecureSkipVerify: true, //nolint:gosec // the test checks the server, not the client
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return &cert, nil
-		},
-	}
+	return natstest.RouteGreeting(t, c.Servers[0].ClusterAddr().String(), tc)
 }
 
 func TestStartCluster_SecuredRoutesRefuseAPeerWithoutAValidCertificate(t *testing.T) {
@@ -100,15 +68,14 @@ func TestStartCluster_SecuredRoutesRefuseAPeerWithoutAValidCertificate(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	skip := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // the test checks the server, not the client
 	for _, tt := range []struct {
 		name string
 		tc   *tls.Config
 	}{
 		{"a plaintext peer", nil},
-		{"a TLS peer without a certificate", skip},
-		{"a TLS peer with a certificate of another authority", presenting(rogue)},
-		{"a peer with the route certificate of another cluster", presenting(otherRoute.Certificates[0])},
+		{"a TLS peer without a certificate", natstest.NoCertificate()},
+		{"a TLS peer with a certificate of another authority", natstest.Presenting(rogue)},
+		{"a peer with the route certificate of another cluster", natstest.Presenting(otherRoute.Certificates[0])},
 	} {
 		t.Run(tt.name+" is refused", func(t *testing.T) {
 			line, err := dialRoute(t, c, tt.tc)
