@@ -161,13 +161,13 @@ Prometheus page at --metrics-listen for people to read.
 --nodes 3 (or 5) runs a JetStream cluster of that many embedded servers on loopback, all in
 this one process, for local trials of replication and fail-over: every stream and the bucket
 get as many replicas, and the functions connect in-process to one node and move to another when
-theirs goes, as they would over a URL list. Electing the cluster's leader takes a few seconds at each start. Ports,
-from the --listen port P: node i serves clients on P+i and routes on P+100+i (4222-4224 and
-4322-4324 by default); with port 0 they are free ports the first time, then the same ones again.
-Node i keeps its store under --data/node-i, and --data/cluster.json records the node count and
-ports, so that a restart on the same --data keeps every record on the same addresses. Export the
-printed NATS_URL list for the admin verbs. A --data directory holds either one server or a
-cluster of one size: start it again the same way.
+theirs goes, as they would over a URL list. Electing the cluster's leader takes a few seconds
+at each start. Ports, from the --listen port P: node i serves clients on P+i and routes on
+P+100+i (4222-4224 and 4322-4324 by default); with port 0 they are free ports the first time,
+then the same ones again. Node i keeps its store under --data/node-i, and --data/cluster.json
+records the node count and ports, so that a restart on the same --data keeps every record on
+the same addresses. Export the printed NATS_URL list for the admin verbs. A --data directory
+holds either one server or a cluster of one size: start it again the same way.
 
 By default the server has no authentication and no TLS: keep --listen on loopback. To open it
 up, --tls-cert and --tls-key make it accept TLS only (clients connect to the printed tls://
