@@ -168,14 +168,14 @@ Prometheus page at --metrics-listen for people to read.
 
 --nodes 3 (or 5) runs a JetStream cluster of that many embedded servers on loopback, all in
 this one process, for local trials of replication and fail-over: every stream and the bucket
-get as many replicas, and the functions connect with the comma-separated URL list, as they
-would to any cluster. Electing the cluster's leader takes a few seconds at each start. Ports,
-from the --listen port P: node i serves clients on P+i and routes on P+100+i (4222-4224 and
-4322-4324 by default); with port 0 they are free ports the first time, then the same ones again.
-Node i keeps its store under --data/node-i, and --data/cluster.json records the node count and
-ports, so that a restart on the same --data keeps every record on the same addresses. Export the
-printed NATS_URL list for the admin verbs. A --data directory holds either one server or a
-cluster of one size: start it again the same way.
+get as many replicas, and the functions connect in-process to one node and move to another when
+theirs goes, as they would over a URL list. Electing the cluster's leader takes a few seconds
+at each start. Ports, from the --listen port P: node i serves clients on P+i and routes on
+P+100+i (4222-4224 and 4322-4324 by default); with port 0 they are free ports the first time,
+then the same ones again. Node i keeps its store under --data/node-i, and --data/cluster.json
+records the node count and ports, so that a restart on the same --data keeps every record on
+the same addresses. Export the printed NATS_URL list for the admin verbs. A --data directory
+holds either one server or a cluster of one size: start it again the same way.
 
 By default the server has no authentication and no TLS: keep --listen on loopback. To open it
 up, --tls-cert and --tls-key make it accept TLS only (clients connect to the printed tls://
@@ -184,8 +184,15 @@ makes it accept only the users listed there (public nkeys), each with the permis
 role in infra/nats (operator, admin, updater, function, reader): an admin connects with
 --nkey SEED --inbox-prefix _INBOX_admin, and a reader that tries to send a command is refused
 at once. up's own connections (provisioning, the functions) then use throwaway keys made in
-memory at each start; nothing is written to disk. In-process connections never use TLS. TLS and
---users are not supported with --nodes yet.`,
+memory at each start; nothing is written to disk. In-process connections never use TLS.
+
+With --nodes, every node gets the same --tls-cert, --tls-key, --tls-client-ca and --users (so
+the certificate must name the --listen host, e.g. 127.0.0.1, for clients to verify any node),
+and the routes between the nodes use mutual TLS as soon as either is given: each node presents a
+certificate from a certificate authority that up makes in memory at each start, and accepts
+only a peer with one. No route flag is needed: every node runs in this process, nothing is
+written to disk, and no other process can join the cluster (a connection to a route port
+without that certificate is refused). --tls-client-ca concerns clients only.`,
 		Example: `  maintctl up
   maintctl up --listen 127.0.0.1:4333 --data /var/tmp/maint --tick 10s
   maintctl up --nodes 3 --data ./maint-cluster     # then: export NATS_URL=<the printed list>
@@ -193,6 +200,7 @@ memory at each start; nothing is written to disk. In-process connections never u
 
   # TLS and users, reachable from other machines
   maintctl up --listen 0.0.0.0:4222 --tls-cert server.crt --tls-key server.key --users users.json
+  maintctl up --nodes 3 --tls-cert server.crt --tls-key server.key --tls-client-ca clients-ca.pem --users users.json
   maintctl --server tls://HOST:4222 --tlsca ca.pem --nkey admin.nk --inbox-prefix _INBOX_admin pending ID`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -234,9 +242,6 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	sec, err := f.security.load()
 	if err != nil {
 		return err
-	}
-	if sec.enabled() && f.nodes > 1 {
-		return fmt.Errorf("--tls-cert and --users are not supported with --nodes yet: run one node, or a cluster of nats-server with infra/nats/cluster.conf")
 	}
 	if !isLoopback(host) {
 		a.warnExposure(sec, f.listen)

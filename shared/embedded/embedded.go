@@ -63,7 +63,12 @@ func (c Config) validate() error {
 	if c.StoreDir == "" {
 		return fmt.Errorf("%w: StoreDir is required", ErrInvalidConfig)
 	}
-	if t := c.TLS; t != nil {
+	return validateSecurity(c.TLS, c.Nkeys)
+}
+
+// validateSecurity checks the client TLS and the users of one server or of every node.
+func validateSecurity(t *tls.Config, users []*server.NkeyUser) error {
+	if t != nil {
 		if len(t.Certificates) == 0 && t.GetCertificate == nil {
 			return fmt.Errorf("%w: TLS has no server certificate", ErrInvalidConfig)
 		}
@@ -71,13 +76,31 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: TLS verifies client certificates but has no ClientCAs", ErrInvalidConfig)
 		}
 	}
-	for i, u := range c.Nkeys {
+	for i, u := range users {
 		if u == nil || u.Nkey == "" {
 			return fmt.Errorf("%w: Nkeys[%d] has no public key", ErrInvalidConfig, i)
 		}
 	}
 	return nil
 }
+
+// clientTLS makes the client listener of opts accept TLS only, with t.
+func clientTLS(opts *server.Options, t *tls.Config) {
+	if t == nil {
+		return
+	}
+	opts.TLSConfig = t.Clone()
+	if opts.TLSConfig.MinVersion == 0 {
+		opts.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	opts.TLS = true
+	opts.TLSVerify = t.ClientAuth == tls.RequireAndVerifyClientCert
+	// The default half second fails handshakes on a busy machine.
+	opts.TLSTimeout = tlsTimeout
+}
+
+// tlsTimeout, in seconds, bounds the TLS handshakes of clients and routes.
+const tlsTimeout = 2
 
 // Server is a running embedded nats-server.
 type Server struct {
@@ -107,16 +130,7 @@ func Start(cfg Config) (*Server, error) {
 		MaxPingsOut:  PingMax,
 		Nkeys:        cfg.Nkeys,
 	}
-	if cfg.TLS != nil {
-		opts.TLSConfig = cfg.TLS.Clone()
-		if opts.TLSConfig.MinVersion == 0 {
-			opts.TLSConfig.MinVersion = tls.VersionTLS12
-		}
-		opts.TLS = true
-		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
-		// The default half second fails handshakes on a busy machine.
-		opts.TLSTimeout = 2
-	}
+	clientTLS(opts, cfg.TLS)
 	if cfg.Listen == "" {
 		opts.DontListen = true
 	} else {
