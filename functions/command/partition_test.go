@@ -114,3 +114,42 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+// TestHandle_ReconnectedReplicaKeepsEntityOrder: a replica whose connection drops while it
+// holds an entity's command gives the command up; when it is back, a newer command of the same
+// entity must wait until the given-up one has come back and run, not overtake it.
+func TestHandle_ReconnectedReplicaKeepsEntityOrder(t *testing.T) {
+	env := testenv.StartListening(t)
+	u, err := url.Parse(env.Server.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := testenv.StartLink(t, u.Host)
+	key := domain.MustKey(cluster)
+	held, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	startReplicaVia(t, link.URL(), func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, m runtime.Message) error {
+			if m.Header.Get(domain.HeaderMsgID) == "c-1" && m.Delivered == 1 {
+				once.Do(func() { close(held) })
+				<-gate
+			}
+			return next(ctx, m)
+		}
+	})
+	send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskPending})
+	waitFor(t, held, "the replica to hold c-1")
+	// Long enough for the client to give the connection up (pings), shorter than the pin's TTL.
+	link.Cut()
+	time.Sleep(3500 * time.Millisecond)
+	link.Heal()
+	// Back, and past a keep-alive round that gives c-1 up; c-2 comes while c-1 is away.
+	time.Sleep(1500 * time.Millisecond)
+	send(t, env.JS, domain.Command{ID: "c-2", ResourceID: cluster, Task: domain.TaskEverything})
+	close(gate)
+	evs := events(t, env.JS, key, 2)
+	if len(evs) != 2 || evs[0].CommandID != "c-1" || evs[1].CommandID != "c-2" ||
+		evs[0].Outcome != domain.OutcomeApplied || evs[1].Outcome != domain.OutcomeApplied || evs[1].From != domain.StatePending {
+		t.Fatalf("outcomes %+v, want c-1 then c-2 applied (Pending -> Planned)", evs)
+	}
+}
