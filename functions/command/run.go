@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
@@ -27,11 +28,15 @@ type Config struct {
 	Log        *slog.Logger
 	Meter      metric.Meter
 
-	// Auth checks command signatures (nil: unsigned commands are accepted).
-	Auth *signing.Policy
-	// EntityRate and EntityBurst admit commands per entity and replica (a flood of commands
-	// for one entity is refused without touching the bucket). Zero takes the defaults;
-	// a negative rate admits everything.
+	// Auth checks command signatures (nil: unsigned commands are accepted): a *signing.Policy,
+	// or a *signing.Watched that follows its signers file.
+	Auth Authority
+	// MaxCommandAge is how long after issuedAt a signed command is accepted, by the time the
+	// stream stored it; zero takes DefaultMaxCommandAge.
+	MaxCommandAge time.Duration
+	// EntityRate and EntityBurst limit how often one entity's record changes (commands per
+	// second by their stored times, and the burst); a command over it is refused without
+	// touching the bucket. Zero takes the defaults; a negative rate admits everything.
 	EntityRate  float64
 	EntityBurst int
 	// Concurrency is how many commands of one partition (of different entities) this replica
@@ -56,6 +61,16 @@ const (
 	DefaultEntityRate  = 20
 	DefaultEntityBurst = 200
 )
+
+// DefaultMaxCommandAge bounds how long a captured signed command could be replayed.
+const DefaultMaxCommandAge = 15 * time.Minute
+
+// Authority checks command signatures.
+type Authority interface {
+	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
+	Authorize(s *signing.Signer, t domain.Task) *domain.Rejection
+	Requires() bool
+}
 
 // Defaults of a replica's concurrency and record cache.
 const (
@@ -112,10 +127,17 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	if cfg.CacheSize == 0 {
 		cfg.CacheSize = DefaultCacheSize
 	}
+	if cfg.MaxCommandAge <= 0 {
+		cfg.MaxCommandAge = DefaultMaxCommandAge
+	}
+	if cfg.Auth == nil || !cfg.Auth.Requires() {
+		cfg.Log.Warn("commands are accepted unsigned: anyone who may publish commands can change any signal; run with --signers FILE --require-signatures in production")
+	}
 	d := Deps{
 		Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"),
-		Auth: cfg.Auth, Limit: NewLimiter(cfg.EntityRate, cfg.EntityBurst), Answered: lastEvents{js},
-		Cache: NewCache(cfg.CacheSize), MinNotice: cfg.MinNotice,
+		Auth: cfg.Auth, Answered: lastEvents{js},
+		Rules: Rules{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
+		Cache: NewCache(cfg.CacheSize),
 	}
 	return runtime.Config{
 		Name:              "command",

@@ -80,7 +80,7 @@ func put(t testing.TB, js jetstream.JetStream, rec domain.Record) {
 		t.Fatal(err)
 	}
 	key := domain.MustKey(rec.ResourceID)
-	_, rev, err := st.Get(ctx, key)
+	prev, rev, err := st.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,11 @@ func put(t testing.TB, js jetstream.JetStream, rec domain.Record) {
 	if rec.UpdatedAt.IsZero() {
 		rec.UpdatedAt = rec.StateSince
 	}
-	if _, err := st.Put(ctx, key, rec, rev); err != nil {
+	// As if a later command wrote it: the store refuses a record that moves backwards.
+	if rec.LastCommandSeq <= prev.LastCommandSeq {
+		rec.LastCommandSeq = prev.LastCommandSeq + 1
+	}
+	if _, err := st.Put(ctx, key, store.Versioned{Record: prev, Rev: rev}, rec); err != nil {
 		t.Fatal(err)
 	}
 }

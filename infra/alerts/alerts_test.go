@@ -103,7 +103,7 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 		{ResourceID: "/c/stuck", State: domain.StateUnplanned, Updating: true, Task: domain.TaskEverything, StateSince: now.Add(-7 * time.Hour), UpdatedAt: now.Add(-7 * time.Hour)},
 	} {
 		r.Version = domain.RecordVersion
-		if _, err := st.Put(ctx, domain.MustKey(r.ResourceID), r, 0); err != nil {
+		if _, err := st.Put(ctx, domain.MustKey(r.ResourceID), store.Versioned{}, r); err != nil {
 			t.Fatal(err)
 		}
 	}

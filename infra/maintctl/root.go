@@ -181,6 +181,7 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
+	root.AddCommand(a.versionCommand())
 	return root
 }
 

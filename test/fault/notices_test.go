@@ -35,7 +35,7 @@ func TestProcess_NoticesReplicasKilled(t *testing.T) {
 		lastEnd = start.Add(4 * time.Second)
 		rec := domain.Record{ResourceID: fmt.Sprintf("/fault/notices/c%d", i), State: domain.StatePending,
 			Window: &domain.Window{Start: start, End: lastEnd}, StateSince: now, UpdatedAt: now, Version: domain.RecordVersion}
-		if _, err := s.Put(ctx, domain.MustKey(rec.ResourceID), rec, 0); err != nil {
+		if _, err := s.Put(ctx, domain.MustKey(rec.ResourceID), store.Versioned{}, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
