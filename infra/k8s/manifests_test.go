@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"maintsignals/functions/emitter"
+	"maintsignals/functions/notices"
 	"maintsignals/infra/image/imagebuild"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
@@ -288,7 +289,7 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 
 // consumersOf lists the consumers provisioning creates, by stream.
 func consumersOf(c provision.Config) map[string][]string {
-	out := map[string][]string{domain.ScheduleStream: {provision.EmitterConsumer}}
+	out := map[string][]string{domain.ScheduleStream: {provision.EmitterConsumer, provision.NoticesConsumer}}
 	for p := 0; p < c.Partitions; p++ {
 		out[domain.CommandsStream] = append(out[domain.CommandsStream], provision.CommandConsumer(p))
 	}
@@ -373,12 +374,13 @@ func checkChart(t *testing.T, overlay string, v chartValues, pc provision.Config
 var drainOf = map[string]time.Duration{
 	"command": runtime.DefaultDrainTimeout,
 	"emitter": emitter.DefaultExportTimeout + 5*time.Second,
+	"notices": notices.DefaultRunTimeout + 5*time.Second,
 }
 
 func checkPods(t *testing.T, r *rendered) {
 	t.Helper()
-	if len(r.deployments) != 2 || r.deployments["maint-command"] == nil || r.deployments["maint-emitter"] == nil {
-		t.Fatalf("deployments %v, want maint-command and maint-emitter", slices.Sorted(mapsKeys(r.deployments)))
+	if len(r.deployments) != 3 || r.deployments["maint-command"] == nil || r.deployments["maint-emitter"] == nil || r.deployments["maint-notices"] == nil {
+		t.Fatalf("deployments %v, want maint-command, maint-emitter and maint-notices", slices.Sorted(mapsKeys(r.deployments)))
 	}
 	type pod struct {
 		name string
@@ -561,9 +563,9 @@ func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartVa
 			if *min != 0 || int(*max) > pc.Partitions {
 				t.Errorf("command: replicas %d..%d, want 0..at most %d (the partitions)", *min, *max, pc.Partitions)
 			}
-		case "maint-emitter":
+		case "maint-emitter", "maint-notices":
 			if *min < 1 {
-				t.Errorf("emitter: minReplicaCount %d, want at least 1 (every tick must be served)", *min)
+				t.Errorf("%s: minReplicaCount %d, want at least 1 (every tick must be served)", target, *min)
 			}
 		}
 		if so.Spec.Fallback == nil || so.Spec.Fallback.Replicas < 1 {
@@ -587,7 +589,7 @@ func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartVa
 				t.Errorf("two triggers on %s/%s", stream, consumer)
 			}
 			triggered[stream+"/"+consumer] = true
-			if want := map[string]string{"maint-command": domain.CommandsStream, "maint-emitter": domain.ScheduleStream}[target]; stream != want {
+			if want := map[string]string{"maint-command": domain.CommandsStream, "maint-emitter": domain.ScheduleStream, "maint-notices": domain.ScheduleStream}[target]; stream != want {
 				t.Errorf("ScaledObject %s: trigger on stream %s, want %s", so.Name, stream, want)
 			}
 			if tr.Metadata["account"] != "$G" {
