@@ -67,6 +67,8 @@ type keyed struct {
 	idle     chan struct{} // closed and replaced whenever held becomes empty
 	wg       sync.WaitGroup
 	stop     chan struct{}
+	life     context.Context // ends when the consumer closes
+	endLife  context.CancelFunc
 }
 
 func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, jetstream.ConsumeContext, error) {
@@ -83,6 +85,7 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{},
 		idle: make(chan struct{}), stop: make(chan struct{}),
 	}
+	k.life, k.endLife = context.WithCancel(context.WithoutCancel(hctx))
 	window := max(cfg.MaxAckPending, 1)
 	// The pull expires well inside the pinned TTL: a pinned replica that is alive renews its
 	// pin even when there is nothing to deliver.
@@ -99,6 +102,7 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 		r.consumeErrors(name))
 	if err != nil {
 		close(k.stop)
+		k.endLife()
 		k.wg.Wait()
 		return nil, nil, fmt.Errorf("function %s: consume %s: %w", r.cfg.Name, name, err)
 	}
@@ -335,6 +339,7 @@ func (k *keyed) keepAlive() {
 				k.abandon(func(e *keyedEntry) bool { return expired[e.key] }, errLeaseExpired)
 			}
 			for _, e := range due {
+				k.wg.Add(1)
 				go k.renew(e)
 			}
 		}
@@ -343,8 +348,10 @@ func (k *keyed) keepAlive() {
 
 // renew sends one keep-alive for e and extends its lease if the answer comes in time.
 func (k *keyed) renew(e *keyedEntry) {
+	defer k.wg.Done()
 	sent := time.Now()
-	ctx, cancel := context.WithDeadline(e.ctx, e.lease.until())
+	// Bounded by the lease, and by the consumer's life: no keep-alive outlives close.
+	ctx, cancel := context.WithDeadline(k.life, e.lease.until())
 	defer cancel()
 	if _, err := k.r.js.Conn().RequestWithContext(ctx, e.raw.Reply(), ackProgress); err != nil {
 		return // the lease runs out unless a later keep-alive is answered
@@ -432,6 +439,7 @@ func (k *keyed) close(ctx context.Context) {
 	k.closed = true // no callback starts work from here on
 	k.mu.Unlock()
 	close(k.stop)
+	k.endLife()
 	k.wg.Wait()
 	k.mu.Lock()
 	pin := k.pin

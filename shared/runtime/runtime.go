@@ -147,7 +147,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 
-	var workers sync.WaitGroup
+	var workers, balancing sync.WaitGroup
+	// The balance loop ends with ctx; it is joined before Run returns.
+	defer balancing.Wait()
 	var ccs []jetstream.ConsumeContext
 	var keyeds []*keyed
 	for _, name := range cfg.Consumers {
@@ -191,7 +193,11 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	r.log.Info("function started", "stream", cfg.Stream, "consumers", len(cfg.Consumers))
 	statusFrom(ctx).set(cfg, true, false)
 	if len(keyeds) > 0 && cfg.BalanceEvery > 0 {
-		go r.balance(ctx, keyeds, cfg.BalanceEvery)
+		balancing.Add(1)
+		go func() {
+			defer balancing.Done()
+			r.balance(ctx, keyeds, cfg.BalanceEvery)
+		}()
 	}
 	<-ctx.Done()
 	r.log.Info("function draining")
