@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
 	"maintsignals/shared/signing"
@@ -23,7 +22,7 @@ import (
 // Config configures a replica of the command function.
 type Config struct {
 	// MaxDeliver is the delivery budget before a command is dead-lettered; it matches
-	// provisioning (provision.Config.MaxDeliver).
+	// provisioning (domain.DefaultMaxDeliver unless set otherwise there).
 	MaxDeliver int
 	Log        *slog.Logger
 	Meter      metric.Meter
@@ -113,7 +112,7 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 		cfg.Log = slog.Default()
 	}
 	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = provision.DefaultConfig().MaxDeliver
+		cfg.MaxDeliver = domain.DefaultMaxDeliver
 	}
 	if cfg.EntityRate == 0 {
 		cfg.EntityRate = DefaultEntityRate
@@ -166,7 +165,7 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 	var names []string
 	lister := s.ConsumerNames(ctx)
 	for n := range lister.Name() {
-		if strings.HasPrefix(n, provision.CommandConsumerPrefix) {
+		if strings.HasPrefix(n, domain.CommandConsumerPrefix) {
 			names = append(names, n)
 		}
 	}
@@ -174,7 +173,7 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 		return nil, fmt.Errorf("command function: list consumers: %w", err)
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("command function: no %s* consumers on %s (run `maintctl provision`)", provision.CommandConsumerPrefix, domain.CommandsStream)
+		return nil, fmt.Errorf("command function: no %s* consumers on %s (run `maintctl provision`)", domain.CommandConsumerPrefix, domain.CommandsStream)
 	}
 	sort.Strings(names)
 	return names, nil

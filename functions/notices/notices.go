@@ -34,7 +34,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
 	"maintsignals/shared/store"
@@ -103,7 +102,7 @@ func (n *Notifier) RuntimeConfig() runtime.Config {
 	return runtime.Config{
 		Name:         "notices",
 		Stream:       domain.ScheduleStream,
-		Consumers:    []string{provision.NoticesConsumer},
+		Consumers:    []string{domain.NoticesConsumer},
 		Handler:      n.Handle,
 		MaxDeliver:   2,
 		Concurrency:  1,

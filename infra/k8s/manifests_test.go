@@ -289,9 +289,9 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 
 // consumersOf lists the consumers provisioning creates, by stream.
 func consumersOf(c provision.Config) map[string][]string {
-	out := map[string][]string{domain.ScheduleStream: {provision.EmitterConsumer, provision.NoticesConsumer}}
+	out := map[string][]string{domain.ScheduleStream: {domain.EmitterConsumer, domain.NoticesConsumer}}
 	for p := 0; p < c.Partitions; p++ {
-		out[domain.CommandsStream] = append(out[domain.CommandsStream], provision.CommandConsumer(p))
+		out[domain.CommandsStream] = append(out[domain.CommandsStream], domain.CommandConsumer(p))
 	}
 	return out
 }

@@ -228,7 +228,7 @@ func TestEmitterStartedAfterMissedTicksEmitsOnce(t *testing.T) {
 	stop()
 
 	// Ticks pile up while no emitter runs.
-	cons, err := js.Consumer(context.Background(), domain.ScheduleStream, provision.EmitterConsumer)
+	cons, err := js.Consumer(context.Background(), domain.ScheduleStream, domain.EmitterConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}

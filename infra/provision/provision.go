@@ -18,29 +18,6 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Consumer names.
-const (
-	EmitterConsumer = "emitter"
-	// NoticesConsumer serves the ticks to the notices function, beside the emitter's.
-	NoticesConsumer = "notices"
-	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
-	CommandConsumerPrefix = "command-p"
-)
-
-// PinnedTTL is how long a partition stays pinned to a replica that stopped renewing its pulls:
-// the ack wait, but at least 3 s, so that a live replica (which pulls again at least every
-// second) never loses it between pulls.
-func PinnedTTL(ackWait time.Duration) time.Duration { return max(ackWait, 3*time.Second) }
-
-// CommandPriorityGroup is the priority group the command function pulls with.
-const CommandPriorityGroup = "command"
-
-// CommandConsumer is the durable consumer of command partition p.
-func CommandConsumer(p int) string { return fmt.Sprintf("%s%d", CommandConsumerPrefix, p) }
-
-// CommandFilter is the subject filter of command partition p.
-func CommandFilter(p int) string { return fmt.Sprintf("%s%d.*", domain.CommandPrefix, p) }
-
 // Config is the provisioning setting. Zero fields take the defaults of DefaultConfig.
 type Config struct {
 	// Replicas of every stream and of the bucket: 1, 3 or 5.
@@ -86,7 +63,7 @@ func DefaultConfig() Config {
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
-		MaxDeliver:      10,
+		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
 		Storage:         jetstream.FileStorage,
 	}
@@ -200,7 +177,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			// Partition by entity key so that one consumer per partition keeps per-entity order.
 			SubjectTransform: &jetstream.SubjectTransformConfig{
 				Source:      domain.CommandPrefix + "*",
-				Destination: fmt.Sprintf("%s{{partition(%d,1)}}.{{wildcard(1)}}", domain.CommandPrefix, c.Partitions),
+				Destination: domain.CommandPartitionTransform(c.Partitions),
 			},
 			Retention:  jetstream.LimitsPolicy,
 			MaxAge:     c.CommandsMaxAge,
@@ -275,17 +252,17 @@ func Consumers(c Config) []StreamConsumer {
 	out := make([]StreamConsumer, 0, c.Partitions+2)
 	for p := 0; p < c.Partitions; p++ {
 		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       CommandConsumer(p),
+			Durable:       domain.CommandConsumer(p),
 			Description:   fmt.Sprintf("command function, partition %d", p),
-			FilterSubject: CommandFilter(p),
+			FilterSubject: domain.CommandFilter(p),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			DeliverPolicy: jetstream.DeliverAllPolicy,
 			// One replica at a time serves a partition (it keeps the entities' order); another
 			// takes over when it stops renewing its pin. The runtime fences a new pin until the
 			// previous holder's commands are settled.
 			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{CommandPriorityGroup},
-			PinnedTTL:      PinnedTTL(c.AckWait),
+			PriorityGroups: []string{domain.CommandPriorityGroup},
+			PinnedTTL:      domain.PinnedTTL(c.AckWait),
 			MaxAckPending:  c.InFlight,
 			AckWait:        c.AckWait,
 			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
@@ -313,8 +290,8 @@ func Consumers(c Config) []StreamConsumer {
 	// Each function has its own consumer of the same ticks: the ticks stay in the stream
 	// (limits retention), and each consumer hands every tick to one replica of its function.
 	return append(out,
-		tickConsumer(EmitterConsumer, "emitter function: one replica serves each tick"),
-		tickConsumer(NoticesConsumer, "notices function: one replica serves each tick"))
+		tickConsumer(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
+		tickConsumer(domain.NoticesConsumer, "notices function: one replica serves each tick"))
 }
 
 // EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between

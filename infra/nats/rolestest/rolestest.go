@@ -275,7 +275,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		ctx := ctxT(t, 15*time.Second)
 		var delivered uint64
 		for i := 0; i < provision.DefaultConfig().Partitions; i++ {
-			ci := consumerInfo(t, op, domain.CommandsStream, provision.CommandConsumer(i))
+			ci := consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(i))
 			if ci.NumAckPending != 0 || ci.AckFloor.Stream != ci.Delivered.Stream {
 				t.Errorf("%s: %d pending acks, ack floor %d, delivered %d", ci.Name, ci.NumAckPending, ci.AckFloor.Stream, ci.Delivered.Stream)
 			}
@@ -284,7 +284,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		if delivered != 4 {
 			t.Errorf("%d commands delivered, want 4", delivered)
 		}
-		for consumerInfo(t, op, domain.ScheduleStream, provision.EmitterConsumer).AckFloor.Consumer == 0 {
+		for consumerInfo(t, op, domain.ScheduleStream, domain.EmitterConsumer).AckFloor.Consumer == 0 {
 			select {
 			case <-ctx.Done():
 				t.Fatal("the emitter acknowledged no tick")
@@ -404,7 +404,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			return js.DeleteKeyValue(ctx, domain.Bucket)
 		})},
 		{"delete a function's consumer", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
-			return js.DeleteConsumer(ctx, domain.CommandsStream, provision.CommandConsumer(0))
+			return js.DeleteConsumer(ctx, domain.CommandsStream, domain.CommandConsumer(0))
 		})},
 		{"create a consumer on the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.CreateConsumer(ctx, domain.CommandsStream, jetstream.ConsumerConfig{Durable: "thief", AckPolicy: jetstream.AckExplicitPolicy})
@@ -445,7 +445,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		if e, err := newClient(t, op).Get(ctx, ResourceID); err != nil || e.Record.LastCommandID != "d-1" {
 			t.Errorf("record: %+v, %v", e.Record, err)
 		}
-		consumerInfo(t, op, domain.CommandsStream, provision.CommandConsumer(0))
+		consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(0))
 		if _, err := op.JS.Consumer(ctx, domain.CommandsStream, "thief"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			t.Errorf("consumer thief: %v", err)
 		}
