@@ -3,6 +3,7 @@ package command_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
@@ -23,8 +24,11 @@ func TestHandle_RecordChangedElsewhereIsNotJudgedOnTheRememberedCopy(t *testing.
 	change := func(f func(*domain.Record)) {
 		t.Helper()
 		rec, rev := record(t, env, key)
-		f(&rec)
-		if _, err := st.Put(context.Background(), key, rec, rev); err != nil {
+		next := rec
+		f(&next)
+		// The store takes only a record that moves forward, as a later command's would.
+		next.LastCommandAt = next.LastCommandAt.Add(time.Nanosecond)
+		if _, err := st.Put(context.Background(), key, store.Versioned{Record: rec, Rev: rev}, next); err != nil {
 			t.Fatalf("change the record elsewhere: %v", err)
 		}
 	}

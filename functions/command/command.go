@@ -23,7 +23,7 @@ import (
 // Records is the part of the store the handler uses.
 type Records interface {
 	Get(ctx context.Context, key string) (domain.Record, uint64, error)
-	Put(ctx context.Context, key string, r domain.Record, rev uint64) (uint64, error)
+	Put(ctx context.Context, key string, prev store.Versioned, next domain.Record) (uint64, error)
 }
 
 // Publisher publishes outcome events.
@@ -37,12 +37,12 @@ type Deps struct {
 	Events  Publisher
 	Metrics *Metrics
 	Log     *slog.Logger
-	// Now is the clock; time.Now when nil.
+	// Now is the clock that stamps outcomes; time.Now when nil. Decisions never read it.
 	Now func() time.Time
 	// Auth checks command signatures; nil accepts every command unsigned.
-	Auth *signing.Policy
-	// Limit admits commands per entity; nil admits all.
-	Limit *Limiter
+	Auth Authority
+	// Rules are the decision's settings (admission, age of signed commands).
+	Rules Rules
 	// Answered finds the last outcome event of an entity, so that a redelivered command that
 	// already has its outcome is not judged again; nil skips the check.
 	Answered Answered
@@ -60,10 +60,10 @@ type Answered interface {
 // settles it; the bound only stops a pathological loop.
 const maxConflicts = 5
 
-// Handle applies one command message. It returns nil when the command has its outcome (applied,
-// rejected or duplicate) published, and an error when the work must be retried.
+// Handle applies one command message: gate (decode, signature), load, decide, commit. It
+// returns nil when the command has its outcome (applied, rejected or duplicate) published, and
+// an error when the work must be retried.
 func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
-	now := d.clock()
 	key := domain.KeyFromSubject(msg.Subject)
 	msgID := msg.Header.Get(domain.HeaderMsgID)
 	cmd, rej := d.decode(msg, key, msgID)
@@ -71,84 +71,47 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		if cmd.ID == "" {
 			cmd.ID = msgID
 		}
-		return d.reject(ctx, key, msg, cmd, rej, now().UTC())
+		return d.reject(ctx, key, msg, cmd, rej)
 	}
-	if msg.Delivered > 1 && d.Answered != nil {
-		// Events of an entity are published in command order: if the last one answers this
-		// command, it was handled and only the ack was lost.
-		last, ok, err := d.Answered.LastEvent(ctx, key)
-		if err != nil {
-			return fmt.Errorf("read last outcome: %w", err)
-		}
-		if ok && last.CommandSeq == msg.Seq && last.CommandID == cmd.ID {
-			d.log().Info("redelivered command already has its outcome", "key", key, "command_id", cmd.ID, "outcome", last.Outcome)
-			return nil
-		}
-	}
-	if msg.Delivered == 1 {
-		// Only a first delivery is rate limited: a retry of an admitted command stays admitted.
-		if rej := d.Limit.Admit(key, now()); rej != nil {
-			return d.reject(ctx, key, msg, cmd, rej, now().UTC())
-		}
+	if done, err := d.answered(ctx, key, cmd, msg); done || err != nil {
+		return err
 	}
 	// A first delivery may start from the record this replica wrote last (see Cache); a
 	// redelivery, a conflict or any outcome but applied reads the bucket.
 	fresh := msg.Delivered > 1
 	for range maxConflicts {
-		rec, rev, guessed := d.Cache.get(key)
-		if fresh || !guessed {
-			var err error
-			if rec, rev, err = d.Records.Get(ctx, key); err != nil {
-				return readError(err)
-			}
-			guessed = false
+		cur, remembered, err := d.load(ctx, key, fresh)
+		if err != nil {
+			return err
 		}
-		if guessed && !appliesOn(rec, cmd, msg.Seq) {
+		dl := Delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
+		dec := decide(cur.Record, cmd, dl, d.Rules, d.clock()().UTC())
+		dec.Event.Revision = cur.Rev
+		log := d.log().With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())
+		switch dec.Action {
+		case Reread:
 			fresh = true
 			continue
-		}
-		// A redelivery of the command that was applied last: the write happened, the event may
-		// not have. Publish the very same event again; the events stream keeps one copy.
-		if appliedLast(rec, cmd.ID, msg.Seq) {
-			d.log().Info("redelivered command already applied; republishing its outcome", "key", key, "command_id", cmd.ID)
-			return d.republish(ctx, key, rec, rev)
-		}
-		// Commands of an entity are handled in stream order, so an older one was handled
-		// already and its outcome published before it was acked: a consumer that redelivers it
-		// (after a leader change) must not have it judged again against a newer state. A first
-		// delivery with a lower sequence, or a later stored time, means the stream was
-		// recreated: handle it.
-		if msg.Delivered > 1 && msg.Seq < rec.LastCommandSeq && !msg.Time.After(rec.LastCommandAt) {
-			d.log().Info("stale redelivery of a command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq, "last_seq", rec.LastCommandSeq)
+		case Skip:
+			log.Info("command handled before; nothing to do", "why", dec.Why, "last_seq", cur.Record.LastCommandSeq)
 			return nil
-		}
-		if rec.Seen(cmd.ID) {
-			ev := domain.Event{
-				CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDuplicate,
-				From: rec.State, To: rec.State, Message: "command id was applied before; nothing changed",
-				Revision: rev, At: now().UTC(), Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, CommandSeq: msg.Seq,
-			}
+		case Republish:
+			log.Info("command applied before; publishing its outcome again")
+			return d.publish(ctx, key, eventMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
+		case Duplicate:
 			d.Metrics.command(ctx, domain.OutcomeDuplicate, "")
-			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", ev)
+			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
+		case Reject:
+			return d.rejected(ctx, key, cmd, dec.Event)
 		}
-		at := now().UTC()
-		next, tr, rej := domain.Apply(rec, cmd, at)
-		if rej != nil {
-			return d.reject(ctx, key, msg, cmd, rej, at)
+		// Commit only while this replica still holds the command: one that lost it (cut off,
+		// its lease run out, its pin moved) leaves it to the replica that has it now.
+		if err := runtime.Holding(ctx); err != nil {
+			return err
 		}
-		ev := domain.Event{
-			CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeApplied,
-			From: tr.From, To: tr.To, At: at, Actor: cmd.Actor, Force: cmd.Force, Reason: cmd.Reason, Error: cmd.Error, CommandSeq: msg.Seq,
-		}
-		if tr.Forced {
-			ev.Message = "forced: the update in progress was abandoned"
-		}
-		next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, msg.Seq, msg.Time
-		next.Remember(cmd.ID)
-		next.LastEvent = &ev
-		newRev, err := d.Records.Put(ctx, key, next, rev)
-		if errors.Is(err, store.ErrConflict) {
-			d.log().Debug("revision conflict; re-reading", "key", key, "command_id", cmd.ID)
+		newRev, err := d.Records.Put(ctx, key, cur, dec.Next)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
+			log.Debug("record moved on; re-reading", "err", err)
 			d.Cache.forget(key)
 			fresh = true
 			continue
@@ -157,14 +120,47 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 			d.Cache.forget(key)
 			return fmt.Errorf("write record: %w", err)
 		}
-		d.Cache.put(key, next, newRev)
-		ev.Revision = newRev
-		d.Metrics.transition(ctx, tr, cmd.Task)
+		d.Cache.put(key, dec.Next, newRev)
+		dec.Event.Revision = newRev
+		d.Metrics.transition(ctx, dec.Transition, cmd.Task)
 		d.Metrics.command(ctx, domain.OutcomeApplied, "")
-		d.log().Info("command applied", "key", key, "command_id", cmd.ID, "task", cmd.Task, "from", tr.From, "to", tr.To, "outcome", domain.OutcomeApplied, "revision", newRev)
-		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+		log.Info("command applied", "task", cmd.Task, "from", dec.Transition.From, "to", dec.Transition.To, "outcome", domain.OutcomeApplied, "revision", newRev)
+		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
 	}
 	return fmt.Errorf("record of %s kept changing: %w", key, store.ErrConflict)
+}
+
+// answered reports whether a redelivered command already has its outcome: events of an entity
+// are published in command order, so if the last one answers this command, it was handled and
+// only the ack was lost.
+func (d Deps) answered(ctx context.Context, key string, cmd domain.Command, msg runtime.Message) (bool, error) {
+	if msg.Delivered <= 1 || d.Answered == nil {
+		return false, nil
+	}
+	last, ok, err := d.Answered.LastEvent(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("read last outcome: %w", err)
+	}
+	if ok && last.CommandSeq == msg.Seq && last.CommandID == cmd.ID {
+		d.log().Info("redelivered command already has its outcome", "key", key, "command_id", cmd.ID, "outcome", last.Outcome)
+		return true, nil
+	}
+	return false, nil
+}
+
+// load returns the record to decide on: the remembered copy of this replica's last write when
+// there is one and fresh is false, else the bucket's.
+func (d Deps) load(ctx context.Context, key string, fresh bool) (store.Versioned, bool, error) {
+	if !fresh {
+		if rec, rev, ok := d.Cache.get(key); ok {
+			return store.Versioned{Record: rec, Rev: rev}, true, nil
+		}
+	}
+	rec, rev, err := d.Records.Get(ctx, key)
+	if err != nil {
+		return store.Versioned{}, false, readError(err)
+	}
+	return store.Versioned{Record: rec, Rev: rev}, false, nil
 }
 
 // decode reads and checks a command: its signature over the exact body first (an unauthorized
@@ -192,34 +188,47 @@ func (d Deps) decode(msg runtime.Message, key, msgID string) (domain.Command, *d
 		}
 	}
 	if signer != nil {
-		cmd.Actor = signer.Name
+		cmd.Actor, cmd.SignerKey = signer.Name, signer.Key
 	}
 	return cmd, nil
 }
 
-// reject publishes a rejection outcome. The record is read only to report its state; a
-// rejection never writes it.
-func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd domain.Command, rej *domain.Rejection, at time.Time) error {
+// reject publishes the rejection of a command refused at the gate (it does not decode, or its
+// signature does not hold). The record is read only to report its state, and to see whether
+// the command was handled already (a late copy from a replica that lost it); a rejection never
+// writes it.
+func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd domain.Command, rej *domain.Rejection) error {
 	state := domain.StateNone
 	var rev uint64
 	if key != "" {
 		rec, r, err := d.Records.Get(ctx, key)
-		if err == nil {
+		switch {
+		case err == nil:
+			if rec.HandledBefore(msg.Seq, msg.Time) {
+				d.log().Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
+				return nil
+			}
 			state, rev = rec.State, r
-		} else if !errors.Is(err, jetstream.ErrInvalidKey) {
+		case !errors.Is(err, store.ErrInvalidKey):
 			return readError(err)
 		}
 	}
-	ev := domain.Rejected(cmd, state, rej, at)
+	ev := domain.Rejected(cmd, state, rej, d.clock()().UTC())
 	ev.Revision, ev.CommandSeq = rev, msg.Seq
-	d.Metrics.command(ctx, domain.OutcomeRejected, rej.Code)
-	d.log().Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", rej.Code, "target", rej.Target, "message", rej.Message)
-	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), ev)
+	return d.rejected(ctx, key, cmd, ev)
+}
+
+// rejected publishes a rejection outcome.
+func (d Deps) rejected(ctx context.Context, key string, cmd domain.Command, ev domain.Event) error {
+	d.Metrics.command(ctx, domain.OutcomeRejected, ev.Code)
+	d.log().Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
+	return d.publish(ctx, key, eventMsgID(cmd.ID, ev.CommandSeq), ev)
 }
 
 // DeadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
-// the record shows the command was applied and only its event failed, in which case the
-// applied event is published (an outcome is never replaced by a wrong one).
+// the record shows the command was applied and only its event failed (then the applied event
+// is published: an outcome is never replaced by a wrong one), or that it was handled before
+// (a late copy: its outcome exists).
 func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	cmd, _ := domain.DecodeCommand(msg.Data, key, "")
@@ -234,30 +243,15 @@ func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string)
 		if appliedLast(rec, cmd.ID, msg.Seq) {
 			return d.republish(ctx, key, rec, r)
 		}
+		if rec.HandledBefore(msg.Seq, msg.Time) {
+			return nil
+		}
 		state, rev = rec.State, r
 	}
-	ev := domain.Event{
-		CommandID: cmd.ID, ResourceID: cmd.ResourceID, Task: cmd.Task, Outcome: domain.OutcomeDeadLettered,
-		From: state, To: state, Revision: rev,
-		Message: reason, At: d.clock()().UTC(), Actor: cmd.Actor, Force: cmd.Force, CommandSeq: msg.Seq,
-	}
+	ev := domain.DeadLettered(cmd, state, reason, d.clock()().UTC())
+	ev.Revision, ev.CommandSeq = rev, msg.Seq
 	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
-}
-
-// appliesOn reports whether cmd, a first delivery at stream sequence seq, would be applied to
-// rec: the only outcome decided on a remembered record (the write checks it).
-func appliesOn(rec domain.Record, cmd domain.Command, seq uint64) bool {
-	if appliedLast(rec, cmd.ID, seq) || rec.Seen(cmd.ID) {
-		return false
-	}
-	_, _, rej := domain.Apply(rec, cmd, time.Time{})
-	return rej == nil
-}
-
-// appliedLast reports whether the record was last written by this very stored command.
-func appliedLast(rec domain.Record, commandID string, seq uint64) bool {
-	return rec.LastCommandSeq == seq && rec.LastCommandID == commandID && rec.LastEvent != nil
 }
 
 // republish publishes again the outcome of the command that wrote rec at revision rev: the very

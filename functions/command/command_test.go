@@ -259,7 +259,7 @@ func TestHandle_RecreatedCommandsStreamStillApplies(t *testing.T) {
 	st, _ := store.Open(context.Background(), env.JS)
 	key := domain.MustKey(cluster)
 	// A record written when the commands stream had reached sequence 1000.
-	if _, err := st.Put(context.Background(), key, domain.Record{ResourceID: cluster, State: domain.StatePending, LastCommandSeq: 1000, LastCommandID: "old"}, 0); err != nil {
+	if _, err := st.Put(context.Background(), key, store.Versioned{}, domain.Record{ResourceID: cluster, State: domain.StatePending, LastCommandSeq: 1000, LastCommandID: "old"}); err != nil {
 		t.Fatal(err)
 	}
 	startReplicas(t, env, 1, command.Config{})

@@ -71,7 +71,7 @@ func unpinContinuously(t *testing.T, env *testenv.Env) func() int {
 			return
 		}
 		for r := rand.New(rand.NewPCG(3, 5)); ctx.Err() == nil; {
-			if st.UnpinConsumer(ctx, provision.CommandConsumer(r.IntN(provision.DefaultConfig().Partitions)), provision.CommandPriorityGroup) == nil {
+			if st.UnpinConsumer(ctx, domain.CommandConsumer(r.IntN(provision.DefaultConfig().Partitions)), domain.CommandPriorityGroup) == nil {
 				n.Add(1)
 			}
 			time.Sleep(5 * time.Millisecond)

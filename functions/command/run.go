@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
 	"maintsignals/shared/signing"
@@ -21,16 +22,20 @@ import (
 // Config configures a replica of the command function.
 type Config struct {
 	// MaxDeliver is the delivery budget before a command is dead-lettered; it matches
-	// provisioning (provision.Config.MaxDeliver).
+	// provisioning (domain.DefaultMaxDeliver unless set otherwise there).
 	MaxDeliver int
 	Log        *slog.Logger
 	Meter      metric.Meter
 
-	// Auth checks command signatures (nil: unsigned commands are accepted).
-	Auth *signing.Policy
-	// EntityRate and EntityBurst admit commands per entity and replica (a flood of commands
-	// for one entity is refused without touching the bucket). Zero takes the defaults;
-	// a negative rate admits everything.
+	// Auth checks command signatures (nil: unsigned commands are accepted): a *signing.Policy,
+	// or a *signing.Watched that follows its signers file.
+	Auth Authority
+	// MaxCommandAge is how long after issuedAt a signed command is accepted, by the time the
+	// stream stored it; zero takes DefaultMaxCommandAge.
+	MaxCommandAge time.Duration
+	// EntityRate and EntityBurst limit how often one entity's record changes (commands per
+	// second by their stored times, and the burst); a command over it is refused without
+	// touching the bucket. Zero takes the defaults; a negative rate admits everything.
 	EntityRate  float64
 	EntityBurst int
 	// Concurrency is how many commands of one partition (of different entities) this replica
@@ -40,6 +45,9 @@ type Config struct {
 	// read when the next command of the entity comes); zero takes DefaultCacheSize, a negative
 	// size turns the cache off.
 	CacheSize int
+	// MinNotice is the notice policy: a Pending whose window starts sooner than this after
+	// the command was stored is refused unless forced; 0: no minimum.
+	MinNotice time.Duration
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
@@ -52,6 +60,16 @@ const (
 	DefaultEntityRate  = 20
 	DefaultEntityBurst = 200
 )
+
+// DefaultMaxCommandAge bounds how long a captured signed command could be replayed.
+const DefaultMaxCommandAge = 15 * time.Minute
+
+// Authority checks command signatures.
+type Authority interface {
+	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
+	Authorize(s *signing.Signer, t domain.Task) *domain.Rejection
+	Requires() bool
+}
 
 // Defaults of a replica's concurrency and record cache.
 const (
@@ -94,7 +112,7 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 		cfg.Log = slog.Default()
 	}
 	if cfg.MaxDeliver == 0 {
-		cfg.MaxDeliver = provision.DefaultConfig().MaxDeliver
+		cfg.MaxDeliver = domain.DefaultMaxDeliver
 	}
 	if cfg.EntityRate == 0 {
 		cfg.EntityRate = DefaultEntityRate
@@ -108,9 +126,16 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	if cfg.CacheSize == 0 {
 		cfg.CacheSize = DefaultCacheSize
 	}
+	if cfg.MaxCommandAge <= 0 {
+		cfg.MaxCommandAge = DefaultMaxCommandAge
+	}
+	if cfg.Auth == nil || !cfg.Auth.Requires() {
+		cfg.Log.Warn("commands are accepted unsigned: anyone who may publish commands can change any signal; run with --signers FILE --require-signatures in production")
+	}
 	d := Deps{
 		Records: cfg.Records, Events: cfg.Events, Metrics: m, Log: cfg.Log.With("function", "command"),
-		Auth: cfg.Auth, Limit: NewLimiter(cfg.EntityRate, cfg.EntityBurst), Answered: lastEvents{js},
+		Auth: cfg.Auth, Answered: lastEvents{js},
+		Rules: Rules{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
 		Cache: NewCache(cfg.CacheSize),
 	}
 	return runtime.Config{
@@ -140,7 +165,7 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 	var names []string
 	lister := s.ConsumerNames(ctx)
 	for n := range lister.Name() {
-		if strings.HasPrefix(n, provision.CommandConsumerPrefix) {
+		if strings.HasPrefix(n, domain.CommandConsumerPrefix) {
 			names = append(names, n)
 		}
 	}
@@ -148,7 +173,7 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 		return nil, fmt.Errorf("command function: list consumers: %w", err)
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("command function: no %s* consumers on %s (run `maintctl provision`)", provision.CommandConsumerPrefix, domain.CommandsStream)
+		return nil, fmt.Errorf("command function: no %s* consumers on %s (run `maintctl provision`)", domain.CommandConsumerPrefix, domain.CommandsStream)
 	}
 	sort.Strings(names)
 	return names, nil

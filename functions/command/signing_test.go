@@ -2,7 +2,10 @@ package command_test
 
 import (
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -33,6 +36,9 @@ func TestHandle_SignedCommandsOnly(t *testing.T) {
 	// publish sends cmd signed by kp (nil: unsigned); tamper changes the body after signing.
 	publish := func(cmd domain.Command, kp nkeys.KeyPair, tamper bool, withHeader bool) {
 		t.Helper()
+		if kp != nil && cmd.IssuedAt == "" {
+			cmd.IssuedAt = time.Now().UTC().Format(time.RFC3339Nano)
+		}
 		body, _ := json.Marshal(cmd)
 		m := nats.NewMsg(domain.CommandSubject(key))
 		if kp != nil {
@@ -92,5 +98,29 @@ func TestHandle_SignedCommandsOnly(t *testing.T) {
 	rec, _ := record(t, env, key)
 	if rec.State != domain.StateNone || rec.LastCommandID != "s-8" {
 		t.Fatalf("record %+v", rec)
+	}
+}
+
+// TestFunction_WarnsOnceWhenCommandsAreAcceptedUnsigned: a replica started without required
+// signatures says so once in its log, so an unsigned production deployment does not go
+// unnoticed; one that requires them says nothing of the kind.
+func TestFunction_WarnsOnceWhenCommandsAreAcceptedUnsigned(t *testing.T) {
+	_, required := adminPolicy(t)
+	for _, tc := range []struct {
+		name string
+		auth command.Authority
+		want int
+	}{{"no signers", nil, 1}, {"signatures required", required, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testenv.Start(t)
+			var logs testenv.SyncBuffer
+			log := slog.New(slog.NewJSONHandler(&logs, nil))
+			startReplicas(t, env, 1, command.Config{Auth: tc.auth, Log: log})
+			send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskNone})
+			events(t, env.JS, domain.MustKey(cluster), 1)
+			if got := strings.Count(logs.String(), "commands are accepted unsigned"); got != tc.want {
+				t.Fatalf("%d warnings, want %d:\n%s", got, tc.want, logs.String())
+			}
+		})
 	}
 }

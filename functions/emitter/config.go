@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"maintsignals/shared/domain"
 )
 
 // Defaults.
@@ -26,6 +28,9 @@ var ErrInvalidConfig = errors.New("invalid emitter config")
 type Config struct {
 	// Retention is how long an entity in None keeps being emitted after its stateSince.
 	Retention time.Duration
+	// StuckAfter is how long an update may run before cluster.maintenance.stuck counts it
+	// (default domain.DefaultStuckAfter; the notices function's stuck notice uses the same).
+	StuckAfter time.Duration
 	// PUCM adds the ARO-RP compatible cluster.maintenance.pucm metric.
 	PUCM bool
 	// Tick is the schedule's interval, if known (maintctl knows it). It sets the default
@@ -50,6 +55,8 @@ func (c Config) WithDefaults() (Config, error) {
 	switch {
 	case c.Retention < 0:
 		return c, fmt.Errorf("%w: retention must not be negative, got %s", ErrInvalidConfig, c.Retention)
+	case c.StuckAfter < 0:
+		return c, fmt.Errorf("%w: stuck limit must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
 	case c.Tick < 0:
 		return c, fmt.Errorf("%w: tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
 	case c.ExportTimeout < 0:
@@ -61,6 +68,9 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = domain.DefaultStuckAfter
 	}
 	if c.ExportTimeout == 0 {
 		c.ExportTimeout = DefaultExportTimeout

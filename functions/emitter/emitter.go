@@ -28,7 +28,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
 	"maintsignals/shared/store"
@@ -87,7 +86,7 @@ func (e *Emitter) RuntimeConfig() runtime.Config {
 	return runtime.Config{
 		Name:      "emitter",
 		Stream:    domain.ScheduleStream,
-		Consumers: []string{provision.EmitterConsumer},
+		Consumers: []string{domain.EmitterConsumer},
 		Handler:   e.Handle,
 		// The handler fails only by panicking, which the runtime treats as permanent.
 		MaxDeliver:   2,
@@ -218,7 +217,7 @@ func (e *Emitter) emit(ctx context.Context) (Result, error) {
 			// A record always carries its ID; the key still names the entity if one does not.
 			id, _ = domain.DecodeKey(en.Key)
 		}
-		if full, ok := b.add(id, si); ok {
+		if full, ok := b.add(id, si, en.Record); ok {
 			return send(full)
 		}
 		return nil

@@ -140,7 +140,7 @@ func put(t testing.TB, st *store.Store, rec domain.Record) {
 	t.Helper()
 	key := domain.MustKey(rec.ResourceID)
 	ctx := ctxT(t, 5*time.Second)
-	_, rev, err := st.Get(ctx, key)
+	prev, rev, err := st.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,9 @@ func put(t testing.TB, st *store.Store, rec domain.Record) {
 	if rec.UpdatedAt.IsZero() {
 		rec.UpdatedAt = time.Now()
 	}
-	if _, err := st.Put(ctx, key, rec, rev); err != nil {
+	// As if a later command wrote it: the store refuses a record that moves backwards.
+	rec.LastCommandSeq = prev.LastCommandSeq + 1
+	if _, err := st.Put(ctx, key, store.Versioned{Record: prev, Rev: rev}, rec); err != nil {
 		t.Fatal(err)
 	}
 }

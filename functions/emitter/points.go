@@ -17,6 +17,15 @@ const (
 	MetricEntities = "cluster.maintenance.entities"
 	MetricPUCM     = "cluster.maintenance.pucm"
 
+	// Times in the signal (SPEC §6): gauges in Unix seconds, with the status metric's
+	// cloud.resource_id, so that a rule can join them to the state or compare them to time().
+	MetricWindowStart = "cluster.maintenance.window.start_time"
+	MetricWindowEnd   = "cluster.maintenance.window.end_time"
+	MetricStateStart  = "cluster.maintenance.state.start_time"
+	// Fleet gauges, without an entity attribute.
+	MetricOverdue = "cluster.maintenance.overdue"
+	MetricStuck   = "cluster.maintenance.stuck"
+
 	AttrResourceID = "cloud.resource_id"
 	AttrState      = "cluster.maintenance.state"
 	// Attributes of the ARO-RP compatible metric, named as ARO-RP names them.
@@ -27,9 +36,12 @@ const (
 	ScopeName = "maintsignals/functions/emitter"
 )
 
-// pointsPerEntity is the most points one entity contributes: one status point per state and
-// one PUCM point.
-var pointsPerEntity = len(domain.States) + 1
+// pointsPerEntity is the most points one entity contributes: one status point per state, one
+// PUCM point, and its window start and end and state start times.
+var pointsPerEntity = len(domain.States) + 1 + timePoints
+
+// timePoints is the most time points of one entity.
+const timePoints = 3
 
 var scope = instrumentation.Scope{Name: ScopeName}
 
@@ -63,12 +75,15 @@ func emitted(r domain.Record, now time.Time, retention time.Duration) bool {
 type batcher struct {
 	now      time.Time
 	pucm     bool
+	stuckAt  time.Duration
 	maxPts   int
 	maxBytes int
 
 	status []metricdata.DataPoint[int64]
 	compat []metricdata.DataPoint[int64]
-	bytes  int
+	// Time points, one slice per metric.
+	winStart, winEnd, stateStart []metricdata.DataPoint[float64]
+	bytes                        int
 
 	// byState counts the entities emitted per state (indexed as domain.States), for
 	// cluster.maintenance.entities. It counts what this run emitted, not every record: a None
@@ -77,28 +92,60 @@ type batcher struct {
 	byState  []int64
 	entities int
 	points   int
+	// overdue and stuck count the emitted entities Pending past their window, and updating
+	// for longer than the stuck limit.
+	overdue, stuck int64
 }
 
 func newBatcher(now time.Time, cfg Config) *batcher {
 	return &batcher{
-		now: now, pucm: cfg.PUCM, maxPts: cfg.BatchSize, maxBytes: cfg.MaxRequestBytes,
+		now: now, pucm: cfg.PUCM, stuckAt: cfg.StuckAfter, maxPts: cfg.BatchSize, maxBytes: cfg.MaxRequestBytes,
 		bytes: requestOverhead, byState: make([]int64, len(domain.States)),
 	}
 }
 
-// add appends the points of one entity in state index si. When they would not fit in the
-// current batch, the batch so far is returned first (ok true) and the entity starts the next.
-func (b *batcher) add(resourceID string, si int) (full metricdata.ScopeMetrics, ok bool) {
+// add appends the points of one entity, whose record r is in state index si. When they would
+// not fit in the current batch, the batch so far is returned first (ok true) and the entity
+// starts the next.
+func (b *batcher) add(resourceID string, si int, r domain.Record) (full metricdata.ScopeMetrics, ok bool) {
 	n := len(domain.States)
 	size := n * (pointOverhead + len(resourceID) + len("customer_action_needed"))
 	if b.pucm {
 		n++
 		size += pointOverhead + len(resourceID) + len("customerActionNeeded")
 	}
-	if len(b.status) > 0 && (len(b.status)+len(b.compat)+n > b.maxPts || b.bytes+size > b.maxBytes) {
+	// A time that was never set is left out rather than sent as 1970.
+	hasWindow := r.Window != nil && !r.Window.Start.IsZero() && !r.Window.End.IsZero()
+	hasSince := !r.StateSince.IsZero()
+	times := 0
+	if hasWindow {
+		times += 2
+	}
+	if hasSince {
+		times++
+	}
+	n += times
+	size += times * (pointOverhead + len(resourceID))
+	if b.entityPoints() > 0 && (b.entityPoints()+n > b.maxPts || b.bytes+size > b.maxBytes) {
 		full, ok = b.take(), true
 	}
 	id := attribute.String(AttrResourceID, resourceID)
+	if times > 0 {
+		idSet := attribute.NewSet(id)
+		if hasWindow {
+			b.winStart = append(b.winStart, metricdata.DataPoint[float64]{Attributes: idSet, Time: b.now, Value: unixSeconds(r.Window.Start)})
+			b.winEnd = append(b.winEnd, metricdata.DataPoint[float64]{Attributes: idSet, Time: b.now, Value: unixSeconds(r.Window.End)})
+		}
+		if hasSince {
+			b.stateStart = append(b.stateStart, metricdata.DataPoint[float64]{Attributes: idSet, Time: b.now, Value: unixSeconds(r.StateSince)})
+		}
+	}
+	if r.Overdue(b.now) {
+		b.overdue++
+	}
+	if r.Stuck(b.now, b.stuckAt) {
+		b.stuck++
+	}
 	for i := range domain.States {
 		var v int64
 		if i == si {
@@ -127,6 +174,19 @@ func (b *batcher) add(resourceID string, si int) (full metricdata.ScopeMetrics, 
 	return full, ok
 }
 
+// entityPoints is the number of per-entity points in the current batch.
+func (b *batcher) entityPoints() int {
+	return len(b.status) + len(b.compat) + len(b.winStart) + len(b.winEnd) + len(b.stateStart)
+}
+
+// unixSeconds is t in Unix seconds, with its fraction.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// timeGauge is one of the time metrics of a batch.
+func timeGauge(name, desc string, pts []metricdata.DataPoint[float64]) metricdata.Metrics {
+	return metricdata.Metrics{Name: name, Description: desc, Unit: "s", Data: metricdata.Gauge[float64]{DataPoints: pts}}
+}
+
 // take returns the batch so far and starts a new one.
 func (b *batcher) take() metricdata.ScopeMetrics {
 	sm := metricdata.ScopeMetrics{Scope: scope}
@@ -146,8 +206,17 @@ func (b *batcher) take() metricdata.ScopeMetrics {
 			Data:        metricdata.Gauge[int64]{DataPoints: b.compat},
 		})
 	}
+	if len(b.winStart) > 0 {
+		sm.Metrics = append(sm.Metrics,
+			timeGauge(MetricWindowStart, "Start of the announced maintenance window, in Unix seconds.", b.winStart),
+			timeGauge(MetricWindowEnd, "End of the announced maintenance window, in Unix seconds.", b.winEnd))
+	}
+	if len(b.stateStart) > 0 {
+		sm.Metrics = append(sm.Metrics, timeGauge(MetricStateStart, "When the entity entered its current maintenance state, in Unix seconds.", b.stateStart))
+	}
 	// Fresh slices: the batch handed out is owned by its receiver now.
 	b.status, b.compat, b.bytes = nil, nil, requestOverhead
+	b.winStart, b.winEnd, b.stateStart = nil, nil, nil
 	return sm
 }
 
@@ -169,6 +238,19 @@ func (b *batcher) finish() metricdata.ScopeMetrics {
 		Unit:        "{entity}",
 		Data:        metricdata.Gauge[int64]{DataPoints: fleet},
 	})
-	b.points += len(fleet)
+	sm.Metrics = append(sm.Metrics,
+		metricdata.Metrics{
+			Name:        MetricOverdue,
+			Description: "Entities still Pending after their announced window ended.",
+			Unit:        "{entity}",
+			Data:        metricdata.Gauge[int64]{DataPoints: []metricdata.DataPoint[int64]{{Time: b.now, Value: b.overdue}}},
+		},
+		metricdata.Metrics{
+			Name:        MetricStuck,
+			Description: "Entities whose update has been in progress for longer than the stuck limit.",
+			Unit:        "{entity}",
+			Data:        metricdata.Gauge[int64]{DataPoints: []metricdata.DataPoint[int64]{{Time: b.now, Value: b.stuck}}},
+		})
+	b.points += len(fleet) + 2
 	return sm
 }

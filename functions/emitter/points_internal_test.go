@@ -73,7 +73,7 @@ func TestBatcher_KeepsEntitiesWholeWithinBothLimits(t *testing.T) {
 			var batches []metricdata.ScopeMetrics
 			for i := 0; i < tt.entities; i++ {
 				id := "/" + strings.Repeat("x", tt.idLen-4) + string(rune('a'+i%26)) + string(rune('a'+i/26)) + "z"
-				if full, ok := b.add(id, 1+i%4); ok {
+				if full, ok := b.add(id, 1+i%4, domain.Record{}); ok {
 					batches = append(batches, full)
 				}
 			}

@@ -33,13 +33,15 @@ func TestEmit_RequestsStayUnderTheCollectorLimit(t *testing.T) {
 			env := startNATS(t, time.Minute)
 			r := otlpreceiver.Start(t)
 			counts := fill(t, env, tt.entities, tt.id)
-			e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{PUCM: tt.pucm, Logger: quietLogger()})
+			// A generous deadline: this test checks the requests, not the speed, and the race
+			// detector on a busy machine can take most of the default 30 s for 30k entities.
+			e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{PUCM: tt.pucm, Logger: quietLogger(), ExportTimeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.Close()
 			start := time.Now()
-			res, err := e.Emit(ctxT(t, 30*time.Second))
+			res, err := e.Emit(ctxT(t, 2*time.Minute))
 			if err != nil {
 				t.Fatalf("Emit: %v", err)
 			}

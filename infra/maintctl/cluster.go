@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	natsconf "maintsignals/infra/nats"
-	"maintsignals/shared/client"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 )
@@ -143,6 +143,8 @@ type natsPlan struct {
 	// a cluster: host and the ports of each node (nil: free ones).
 	host            string
 	clients, routes []int
+	// monitor is --monitor-listen ("" for none).
+	monitor string
 }
 
 // planNATS checks --nodes, --listen (read as host and port) and --data against each other, and
@@ -168,53 +170,45 @@ func planNATS(f upFlags, host string, port int, data string) (natsPlan, error) {
 	return p, err
 }
 
-// startNATS starts the server or the cluster of the plan and connects provisioning and the
-// functions to it; sec secures a single server (planNATS's caller refuses it for a cluster).
+// startNATS starts the server or the cluster of the plan, secured by sec (TLS and users on
+// every node; a cluster's routes in mutual TLS then), and connects provisioning and the
+// functions to it in-process.
 func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways bool, sec *upSecurity) (*natsRun, error) {
 	if p.nodes == 1 {
-		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways, TLS: sec.tls, Nkeys: sec.nkeys})
+		srv, err := embedded.Start(embedded.Config{Name: serverName, StoreDir: data, Listen: p.listen, SyncAlways: syncAlways, TLS: sec.tls, Nkeys: sec.nkeys, Monitor: p.monitor})
 		if err != nil {
-			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", p.listen, err)
+			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen or --monitor-listen)", p.listen, err)
 		}
 		a.printf("NATS with JetStream listening on %s\n", srv.ClientURL())
+		if m := srv.MonitorURL(); m != "" {
+			a.printf("NATS monitoring on %s (KEDA's query: %s/jsz?acc=$G&config=true&consumers=true)\n", m, m)
+		}
 		for _, line := range sec.describe() {
 			a.printf("  %s\n", line)
 		}
-		var conns []*natsconn.Conn
-		closeAll := func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}
-		// Without users, one connection serves both, as the server has no permissions.
-		for _, c := range []struct {
-			name string
-			kp   nkeys.KeyPair
-			role natsconf.Role
-		}{{"maintctl-up", sec.operator, natsconf.RoleOperator}, {"maintctl-up-functions", sec.function, natsconf.RoleFunction}} {
-			if c.kp == nil && len(conns) == 1 {
-				break
-			}
-			conn, err := a.connectInProcess(ctx, srv, c.name, c.kp, c.role)
-			if err != nil {
-				closeAll()
-				srv.Stop()
-				return nil, err
-			}
-			conns = append(conns, conn)
-		}
-		return &natsRun{
-			urls:      srv.ClientURL(),
-			provision: conns[0].JS,
-			functions: conns[len(conns)-1].JS,
-			stop:      sync.OnceFunc(func() { closeAll(); srv.Stop() }),
-		}, nil
+		return a.connectUp(ctx, srv.ClientURL(), srv.InProcessURL(), srv.Server, sec, srv.Stop)
 	}
 
 	a.log.Info("starting a local JetStream cluster; electing its meta leader takes a few seconds", "nodes", p.nodes, "data", data)
+	var monitorPorts []int
+	if p.monitor != "" {
+		_, mp, err := net.SplitHostPort(p.monitor)
+		port, perr := strconv.Atoi(mp)
+		if err != nil || perr != nil || port < 0 || port+p.nodes > 65536 {
+			return nil, fmt.Errorf("--monitor-listen %q: bad port", p.monitor)
+		}
+		for i := 0; i < p.nodes; i++ {
+			if port == 0 {
+				monitorPorts = append(monitorPorts, 0)
+			} else {
+				monitorPorts = append(monitorPorts, port+i)
+			}
+		}
+	}
 	c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{
 		Nodes: p.nodes, StoreDir: data, ClientPorts: p.clients, RoutePorts: p.routes,
-		Host: p.host, SyncAlways: syncAlways, Name: clusterName,
+		Host: p.host, SyncAlways: syncAlways, Name: clusterName, MonitorPorts: monitorPorts,
+		TLS: sec.tls, Nkeys: sec.nkeys,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start a %d-node NATS cluster: %w", p.nodes, err)
@@ -226,18 +220,58 @@ func (a *app) startNATS(ctx context.Context, p natsPlan, data string, syncAlways
 		layout.ClientPorts = append(layout.ClientPorts, s.Addr().(*net.TCPAddr).Port)
 		layout.RoutePorts = append(layout.RoutePorts, rp)
 		a.printf("  %s listening on %s (routes on port %d, store %s)\n", s.Name(), s.ClientURL(), rp, filepath.Join(data, "node-"+strconv.Itoa(i)))
+		if m := s.MonitorURL(); m != "" {
+			a.printf("    monitoring on %s\n", m)
+		}
+	}
+	lines := sec.describe()
+	if sec.enabled() {
+		lines = append(lines, "routes: mutual TLS with a certificate authority made in memory at this start: only these nodes can join")
+	}
+	for _, line := range lines {
+		a.printf("  %s\n", line)
 	}
 	if err := writeClusterLayout(data, layout); err != nil {
 		c.Stop()
 		return nil, err
 	}
-	// The functions connect with the URL list, as they would to any cluster.
-	cl, err := client.Connect(ctx, c.URLs(), client.Options{Name: "maintctl-up", Logger: a.log})
-	if err != nil {
-		c.Stop()
-		return nil, err
+	// In-process, the connections move to another node when theirs goes, as they would over
+	// the URL list.
+	return a.connectUp(ctx, c.URLs(), c.InProcessURL(), c, sec, c.Stop)
+}
+
+// connectUp opens up's own in-process connections to a server or a cluster (provider) and
+// makes the natsRun that closes them and then calls stopServers.
+func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider nats.InProcessConnProvider, sec *upSecurity, stopServers func()) (*natsRun, error) {
+	var conns []*natsconn.Conn
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
 	}
-	return &natsRun{urls: c.URLs(), provision: cl.JS, functions: cl.JS, stop: sync.OnceFunc(func() { cl.Close(); c.Stop() })}, nil
+	// Without users, one connection serves both, as the server has no permissions.
+	for _, c := range []struct {
+		name string
+		kp   nkeys.KeyPair
+		role natsconf.Role
+	}{{"maintctl-up", sec.operator, natsconf.RoleOperator}, {"maintctl-up-functions", sec.function, natsconf.RoleFunction}} {
+		if c.kp == nil && len(conns) == 1 {
+			break
+		}
+		conn, err := a.connectInProcess(ctx, inProcessURL, provider, c.name, c.kp, c.role)
+		if err != nil {
+			closeAll()
+			stopServers()
+			return nil, err
+		}
+		conns = append(conns, conn)
+	}
+	return &natsRun{
+		urls:      urls,
+		provision: conns[0].JS,
+		functions: conns[len(conns)-1].JS,
+		stop:      sync.OnceFunc(func() { closeAll(); stopServers() }),
+	}, nil
 }
 
 // natsRun is the NATS side of `up`: one embedded server or a local cluster.

@@ -190,3 +190,20 @@ func startUpInProcess(t *testing.T, c *cli, ready time.Duration, args ...string)
 	}
 	return u
 }
+
+// with is a copy of c for test t (a subtest), with the environment variables of kv (name,
+// value, ...) set; an empty value unsets one.
+func (c *cli) with(t *testing.T, kv ...string) *cli {
+	env := make(map[string]string, len(c.env))
+	for k, v := range c.env {
+		env[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			delete(env, kv[i])
+		} else {
+			env[kv[i]] = kv[i+1]
+		}
+	}
+	return &cli{t: t, env: env}
+}

@@ -289,14 +289,84 @@ func writeEventRow(w io.Writer, ev domain.Event, withID bool) {
 		ev.Outcome, dash(string(ev.From)), dash(string(ev.To)), force, oneLine(dash(ev.Reason), 60), oneLine(detail, 0))
 }
 
+func (a *app) noticesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "notices [flags] [RESOURCE-ID]",
+		Short: "List lifecycle notices (reminders, due, overdue, stuck), oldest first",
+		Long: `List the lifecycle notices kept in MAINT_NOTICES, oldest first: of every entity, or of the
+one RESOURCE-ID. A notice says that an announced window starts within its lead time
+(reminder), has started with the entity still Pending (due), or has ended with it still Pending
+(overdue), or that an update has run longer than the stuck limit (stuck).`,
+		Example: "  maintctl notices\n  maintctl notices " + exampleID + "\n  maintctl notices -o json | jq -r '.[] | .kind'",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+				if _, err := domain.Key(id); err != nil {
+					return fmt.Errorf("RESOURCE-ID %q: %w", id, err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
+			defer cancel()
+			cl, err := a.connect(ctx, 0)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ns, err := cl.Notices(ctx, id)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				if ns == nil {
+					ns = []domain.Notice{}
+				}
+				return a.writeJSON(ns)
+			}
+			if len(ns) == 0 {
+				what := "any entity"
+				if id != "" {
+					what = id
+				}
+				_, err := fmt.Fprintf(a.stdout, "no notice was sent for %s\n", what)
+				return err
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tRESOURCE ID\tKIND\tLEAD\tSTATE\tWINDOW\tSTATE SINCE")
+			for _, n := range ns {
+				writeNoticeRow(tw, n)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// writeNoticeRow writes one tab-separated notice row.
+func writeNoticeRow(w io.Writer, n domain.Notice) {
+	win := "-"
+	if n.Window != nil {
+		win = fmtTime(n.Window.Start) + " → " + fmtTime(n.Window.End)
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtTime(n.At), n.ResourceID, n.Kind, client.NoticeLead(n), n.State, win, fmtTime(n.StateSince))
+}
+
+// watchItem is one line of `maintctl watch`: an outcome event or a notice.
+type watchItem struct {
+	event  *domain.Event
+	notice *domain.Notice
+	err    error
+}
+
 func (a *app) watchCommand() *cobra.Command {
 	var since time.Duration
 	c := &cobra.Command{
 		Use:   "watch [flags] [RESOURCE-ID]",
-		Short: "Follow outcome events live (of every entity, or of one)",
-		Long: `Print outcome events as they are published, until interrupted (Ctrl-C): of every entity, or
-of the one RESOURCE-ID. With -o json, one JSON document per line. --since also replays the
-events of that last period first.`,
+		Short: "Follow outcome events and notices live (of every entity, or of one)",
+		Long: `Print outcome events and lifecycle notices as they are published, until interrupted
+(Ctrl-C): of every entity, or of the one RESOURCE-ID. A notice's line starts with "notice".
+With -o json, one JSON document per line; a notice is {"notice": {...}}. --since also replays
+what was published in that last period first (events, then notices).`,
 		Example: "  maintctl watch\n  maintctl watch " + exampleID + "\n  maintctl watch --since 1h -o json | jq .outcome",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -307,9 +377,10 @@ events of that last period first.`,
 					return fmt.Errorf("RESOURCE-ID %q: %w", id, err)
 				}
 			}
-			ctx := cmd.Context()
-			cctx, cancel := context.WithTimeout(ctx, readTimeout)
+			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
+			cctx, ccancel := context.WithTimeout(ctx, readTimeout)
+			defer ccancel()
 			cl, err := a.connect(cctx, 0)
 			if err != nil {
 				return err
@@ -324,37 +395,90 @@ events of that last period first.`,
 				return err
 			}
 			defer w.Stop()
+			nw, err := cl.WatchNotices(cctx, o)
+			if err != nil {
+				return err
+			}
+			defer nw.Stop()
 			what := "every entity"
 			if id != "" {
 				what = id
 			}
-			a.log.Info("watching outcome events; Ctrl-C stops", "of", what, "server", a.server)
+			a.log.Info("watching outcome events and notices; Ctrl-C stops", "of", what, "server", a.server)
+			items := make(chan watchItem)
+			send := func(it watchItem) bool {
+				select {
+				case items <- it:
+					return it.err == nil
+				case <-ctx.Done():
+					return false
+				}
+			}
+			go func() {
+				for {
+					ev, err := w.Next(ctx)
+					if err != nil {
+						send(watchItem{err: err})
+						return
+					}
+					if !send(watchItem{event: &ev.Event}) {
+						return
+					}
+				}
+			}()
+			go func() {
+				for {
+					n, err := nw.Next(ctx)
+					if err != nil {
+						send(watchItem{err: err})
+						return
+					}
+					if !send(watchItem{notice: &n.Notice}) {
+						return
+					}
+				}
+			}()
 			for {
-				ev, err := w.Next(ctx)
-				if err != nil {
+				var it watchItem
+				select {
+				case it = <-items:
+				case <-ctx.Done():
+					return nil
+				}
+				if it.err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}
-					return err
+					return it.err
 				}
-				if a.json() {
-					if err := writeJSONLine(a.stdout, ev.Event); err != nil {
-						return err
-					}
-					continue
-				}
-				// One line per event, columns separated by two spaces (no alignment across
-				// lines: the output is a stream).
-				var b strings.Builder
-				writeEventRow(&b, ev.Event, true)
-				if _, err := io.WriteString(a.stdout, strings.ReplaceAll(b.String(), "\t", "  ")); err != nil {
+				if err := a.writeWatchItem(it); err != nil {
 					return err
 				}
 			}
 		},
 	}
-	c.Flags().DurationVar(&since, "since", 0, "first replay the events of this last period (e.g. 1h)")
+	c.Flags().DurationVar(&since, "since", 0, "first replay what was published in this last period (e.g. 1h)")
 	return c
+}
+
+// writeWatchItem prints one line: columns separated by two spaces (no alignment across lines:
+// the output is a stream).
+func (a *app) writeWatchItem(it watchItem) error {
+	if a.json() {
+		if it.notice != nil {
+			return writeJSONLine(a.stdout, map[string]domain.Notice{"notice": *it.notice})
+		}
+		return writeJSONLine(a.stdout, it.event)
+	}
+	var b strings.Builder
+	if it.notice != nil {
+		b.WriteString("notice\t")
+		writeNoticeRow(&b, *it.notice)
+	} else {
+		writeEventRow(&b, *it.event, true)
+	}
+	_, err := io.WriteString(a.stdout, strings.ReplaceAll(b.String(), "\t", "  "))
+	return err
 }
 
 func (a *app) keyCommand() *cobra.Command {

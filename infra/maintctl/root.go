@@ -107,13 +107,10 @@ const rootExample = `  # the whole stack on this machine (NATS on 127.0.0.1:4222
   # a local 3-node JetStream cluster (replicas 3); export the NATS_URL list it prints
   maintctl up --nodes 3 --data ./maint-cluster`
 
-func init() {
-	// Commands are listed in the order they are added (the admin verbs in workflow order).
-	cobra.EnableCommandSorting = false
-}
-
 // run is maintctl with its arguments (without the program name), environment and outputs.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	// Commands are listed in the order they are added (the admin verbs in workflow order).
+	cobra.EnableCommandSorting = false
 	if env == nil {
 		env = func(string) string { return "" }
 	}
@@ -170,7 +167,7 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "admin"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.getCommand(), a.listCommand(), a.historyCommand(), a.watchCommand(), a.keyCommand()} {
+	for _, c := range []*cobra.Command{a.getCommand(), a.listCommand(), a.historyCommand(), a.noticesCommand(), a.watchCommand(), a.keyCommand()} {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}
@@ -181,6 +178,7 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
+	root.AddCommand(a.versionCommand())
 	return root
 }
 

@@ -200,14 +200,14 @@ func (a *app) warnExposure(s *upSecurity, listen string) {
 	}
 }
 
-// connectInProcess opens one of up's own in-process connections (never TLS: nothing crosses a
-// wire), as user kp of role when the server has users.
-func (a *app) connectInProcess(ctx context.Context, srv *embedded.Server, name string, kp nkeys.KeyPair, role natsconf.Role) (*natsconn.Conn, error) {
+// connectInProcess opens one of up's own in-process connections to a server or a cluster
+// (provider; never TLS: nothing crosses a wire), as user kp of role when the server has users.
+func (a *app) connectInProcess(ctx context.Context, url string, provider nats.InProcessConnProvider, name string, kp nkeys.KeyPair, role natsconf.Role) (*natsconn.Conn, error) {
 	o := natsconn.Options{
-		Servers: srv.InProcessURL(),
+		Servers: url,
 		Name:    name,
 		Logger:  a.log,
-		Extra:   []nats.Option{nats.InProcessServer(srv.Server)},
+		Extra:   []nats.Option{nats.InProcessServer(provider)},
 	}
 	if kp != nil {
 		opt, err := natsconn.KeyPair(kp)

@@ -243,7 +243,6 @@ func TestUp_Users(t *testing.T) {
 func TestUp_SecurityFlagsAreChecked(t *testing.T) {
 	ca := natstest.NewCA(t, "maint-test")
 	cert, key := ca.Server(t, "server")
-	users, _ := upUsers(t, natsconf.RoleAdmin)
 	write := func(name, content string) string {
 		p := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -273,8 +272,6 @@ func TestUp_SecurityFlagsAreChecked(t *testing.T) {
 		{[]string{"--users", write("role.json", `[{"name":"a","role":"root","nkey":"`+seed.Public+`"}]`)}, "unknown role"},
 		{[]string{"--users", write("seed.json", `[{"name":"a","role":"admin","nkey":"`+string(seedBytes)+`"}]`)}, "never the seed"},
 		{[]string{"--users", write("own.json", `[{"name":"`+upOperatorUser+`","role":"admin","nkey":"`+seed.Public+`"}]`)}, "kept for up's own"},
-		{[]string{"--nodes", "3", "--users", users}, "not supported with --nodes"},
-		{[]string{"--nodes", "3", "--tls-cert", cert, "--tls-key", key}, "not supported with --nodes"},
 	} {
 		args := append([]string{"up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", ""}, tc.args...)
 		r := c.runFast(args...)

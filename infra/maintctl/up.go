@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,8 +21,12 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
+	"maintsignals/functions/notices"
 	"maintsignals/infra/provision"
+	"maintsignals/shared/admin"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
+	"maintsignals/shared/runtime"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
 )
@@ -41,10 +46,14 @@ type functionEnv struct {
 
 // emitFlags configure the functions (the name stays for the emitter's flags, which came first).
 type emitFlags struct {
-	retention time.Duration
-	pucm      bool
+	retention  time.Duration
+	pucm       bool
+	stuckAfter time.Duration
+	remind     string
+	minNotice  time.Duration
 
 	signers           string
+	maxCommandAge     time.Duration
 	requireSignatures bool
 	entityRate        float64
 	entityBurst       int
@@ -53,21 +62,26 @@ type emitFlags struct {
 func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().DurationVar(&f.retention, "retention", emitter.DefaultRetention, "emitter: how long an entity in None keeps being emitted")
 	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
-	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKey":"U…","roles":["admin"]}] (roles: admin, updater)`)
+	c.Flags().DurationVar(&f.stuckAfter, "stuck-after", domain.DefaultStuckAfter, "emitter and notices: an update running longer than this is stuck (cluster.maintenance.stuck, the stuck notice)")
+	c.Flags().StringVar(&f.remind, "remind", notices.FormatLadder(notices.DefaultRemind), `notices: reminder lead times before a window starts, comma-separated ("" for none)`)
+	c.Flags().DurationVar(&f.minNotice, "min-notice", 0, "command: refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
+	c.Flags().StringVar(&f.signers, "signers", "", `command: JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
 	c.Flags().BoolVar(&f.requireSignatures, "require-signatures", false, "command: refuse unsigned commands (Unauthorized); needs --signers")
-	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: commands per second admitted per entity and replica (a flood beyond is refused); negative: no limit")
-	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of commands admitted per entity and replica")
+	c.Flags().DurationVar(&f.maxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "command: a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
+	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of changes admitted per entity")
 }
 
-// policy loads the signing policy of --signers / --require-signatures (nil: none).
-func (f emitFlags) policy() (*signing.Policy, error) {
+// authority loads the signing policy of --signers / --require-signatures (nil: none) and
+// follows the signers file until ctx ends, so that keys rotate without a restart.
+func (f emitFlags) authority(ctx context.Context, log *slog.Logger) (command.Authority, error) {
 	switch {
 	case f.signers == "" && f.requireSignatures:
 		return nil, errors.New("--require-signatures needs --signers FILE")
 	case f.signers == "":
 		return nil, nil
 	}
-	return signing.LoadPolicy(f.signers, f.requireSignatures)
+	return signing.Watch(ctx, f.signers, f.requireSignatures, signing.DefaultWatchEvery, log)
 }
 
 // functionSpec is one function maintctl can run.
@@ -85,16 +99,18 @@ var functions = []functionSpec{
 		name:  "command",
 		about: "applies admin and outcome commands (every partition of MAINT_COMMANDS)",
 		run: func(ctx context.Context, fe functionEnv) error {
-			auth, err := fe.emit.policy()
+			auth, err := fe.emit.authority(ctx, fe.a.log)
 			if err != nil {
 				return err
 			}
 			return command.Run(ctx, fe.js, command.Config{
-				Log:         fe.a.log,
-				Meter:       fe.tel.Meter("maintsignals/functions/command"),
-				Auth:        auth,
-				EntityRate:  fe.emit.entityRate,
-				EntityBurst: fe.emit.entityBurst,
+				Log:           fe.a.log,
+				Meter:         fe.tel.Meter("maintsignals/functions/command"),
+				Auth:          auth,
+				MaxCommandAge: fe.emit.maxCommandAge,
+				EntityRate:    fe.emit.entityRate,
+				EntityBurst:   fe.emit.entityBurst,
+				MinNotice:     fe.emit.minNotice,
 			})
 		},
 	},
@@ -103,10 +119,28 @@ var functions = []functionSpec{
 		about: "re-exports every tracked state as OTLP metrics on each tick",
 		run: func(ctx context.Context, fe functionEnv) error {
 			return emitter.Run(ctx, fe.js, fe.tel, emitter.Config{
-				Tick:      fe.tick,
-				Retention: fe.emit.retention,
-				PUCM:      fe.emit.pucm,
-				Logger:    fe.a.log,
+				Tick:       fe.tick,
+				Retention:  fe.emit.retention,
+				PUCM:       fe.emit.pucm,
+				StuckAfter: fe.emit.stuckAfter,
+				Logger:     fe.a.log,
+			})
+		},
+	},
+	{
+		name:  "notices",
+		about: "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
+		run: func(ctx context.Context, fe functionEnv) error {
+			ladder, err := notices.ParseLadder(fe.emit.remind)
+			if err != nil {
+				return fmt.Errorf("--remind: %w", err)
+			}
+			return notices.Run(ctx, fe.js, notices.Config{
+				Remind:     ladder,
+				StuckAfter: fe.emit.stuckAfter,
+				Tick:       fe.tick,
+				Logger:     fe.a.log,
+				Meter:      fe.tel.Meter(notices.ScopeName),
 			})
 		},
 	},
@@ -136,6 +170,7 @@ type upFlags struct {
 	nodes         int
 	syncAlways    bool
 	metricsListen string
+	monitorListen string
 	partitions    int
 	inFlight      int
 	eventsMaxAge  time.Duration
@@ -160,14 +195,14 @@ Prometheus page at --metrics-listen for people to read.
 
 --nodes 3 (or 5) runs a JetStream cluster of that many embedded servers on loopback, all in
 this one process, for local trials of replication and fail-over: every stream and the bucket
-get as many replicas, and the functions connect with the comma-separated URL list, as they
-would to any cluster. Electing the cluster's leader takes a few seconds at each start. Ports,
-from the --listen port P: node i serves clients on P+i and routes on P+100+i (4222-4224 and
-4322-4324 by default); with port 0 they are free ports the first time, then the same ones again.
-Node i keeps its store under --data/node-i, and --data/cluster.json records the node count and
-ports, so that a restart on the same --data keeps every record on the same addresses. Export the
-printed NATS_URL list for the admin verbs. A --data directory holds either one server or a
-cluster of one size: start it again the same way.
+get as many replicas, and the functions connect in-process to one node and move to another when
+theirs goes, as they would over a URL list. Electing the cluster's leader takes a few seconds
+at each start. Ports, from the --listen port P: node i serves clients on P+i and routes on
+P+100+i (4222-4224 and 4322-4324 by default); with port 0 they are free ports the first time,
+then the same ones again. Node i keeps its store under --data/node-i, and --data/cluster.json
+records the node count and ports, so that a restart on the same --data keeps every record on
+the same addresses. Export the printed NATS_URL list for the admin verbs. A --data directory
+holds either one server or a cluster of one size: start it again the same way.
 
 By default the server has no authentication and no TLS: keep --listen on loopback. To open it
 up, --tls-cert and --tls-key make it accept TLS only (clients connect to the printed tls://
@@ -176,8 +211,15 @@ makes it accept only the users listed there (public nkeys), each with the permis
 role in infra/nats (operator, admin, updater, function, reader): an admin connects with
 --nkey SEED --inbox-prefix _INBOX_admin, and a reader that tries to send a command is refused
 at once. up's own connections (provisioning, the functions) then use throwaway keys made in
-memory at each start; nothing is written to disk. In-process connections never use TLS. TLS and
---users are not supported with --nodes yet.`,
+memory at each start; nothing is written to disk. In-process connections never use TLS.
+
+With --nodes, every node gets the same --tls-cert, --tls-key, --tls-client-ca and --users (so
+the certificate must name the --listen host, e.g. 127.0.0.1, for clients to verify any node),
+and the routes between the nodes use mutual TLS as soon as either is given: each node presents a
+certificate from a certificate authority that up makes in memory at each start, and accepts
+only a peer with one. No route flag is needed: every node runs in this process, nothing is
+written to disk, and no other process can join the cluster (a connection to a route port
+without that certificate is refused). --tls-client-ca concerns clients only.`,
 		Example: `  maintctl up
   maintctl up --listen 127.0.0.1:4333 --data /var/tmp/maint --tick 10s
   maintctl up --nodes 3 --data ./maint-cluster     # then: export NATS_URL=<the printed list>
@@ -185,6 +227,7 @@ memory at each start; nothing is written to disk. In-process connections never u
 
   # TLS and users, reachable from other machines
   maintctl up --listen 0.0.0.0:4222 --tls-cert server.crt --tls-key server.key --users users.json
+  maintctl up --nodes 3 --tls-cert server.crt --tls-key server.key --tls-client-ca clients-ca.pem --users users.json
   maintctl --server tls://HOST:4222 --tlsca ca.pem --nkey admin.nk --inbox-prefix _INBOX_admin pending ID`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -201,6 +244,7 @@ memory at each start; nothing is written to disk. In-process connections never u
 	fl.IntVar(&f.nodes, "nodes", 1, "JetStream servers: 1, or 3 or 5 for a local cluster (streams and bucket get as many replicas)")
 	fl.BoolVar(&f.syncAlways, "sync-always", true, "sync the store (of every node) to disk before acknowledging each write (--sync-always=false: every 2 minutes, faster, may lose recent writes on power loss)")
 	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
+	fl.StringVar(&f.monitorListen, "monitor-listen", "", "host:port of the NATS monitoring endpoint (/varz, /jsz, /healthz: what KEDA's nats-jetstream scaler reads), e.g. 127.0.0.1:8222; with --nodes, node i takes port+i")
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
@@ -225,9 +269,6 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	sec, err := f.security.load()
 	if err != nil {
 		return err
-	}
-	if sec.enabled() && f.nodes > 1 {
-		return fmt.Errorf("--tls-cert and --users are not supported with --nodes yet: run one node, or a cluster of nats-server with infra/nats/cluster.conf")
 	}
 	if !isLoopback(host) {
 		a.warnExposure(sec, f.listen)
@@ -256,6 +297,12 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
+	if f.monitorListen != "" {
+		if _, _, err := net.SplitHostPort(f.monitorListen); err != nil {
+			return fmt.Errorf("--monitor-listen %q: want host:port, e.g. 127.0.0.1:8222", f.monitorListen)
+		}
+		plan.monitor = f.monitorListen
+	}
 	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec)
 	if err != nil {
 		return err
@@ -350,12 +397,22 @@ func mergeReports(prev, next provision.Report) provision.Report {
 // runFunctions runs the available functions until ctx is cancelled or one fails; ready is
 // called once they are all started.
 func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functionEnv, ready func(names []string)) error {
-	// A wrong signing setting stops everything before any function starts.
-	if _, err := fe.emit.policy(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A wrong signing setting stops everything before any function starts.
+	check, stopCheck := context.WithCancel(ctx)
+	_, err := fe.emit.authority(check, fe.a.log)
+	stopCheck()
+	if err != nil {
+		return err
+	}
+	ladder, err := notices.ParseLadder(fe.emit.remind)
+	if err == nil {
+		_, err = notices.Config{Remind: ladder, StuckAfter: fe.emit.stuckAfter}.WithDefaults()
+	}
+	if err != nil {
+		return fmt.Errorf("--remind, --stuck-after: %w", err)
+	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -575,6 +632,7 @@ const inFlightUsage = "commands of one partition out at once (to the one replica
 func (a *app) functionCommand() *cobra.Command {
 	var (
 		metricsListen string
+		adminListen   string
 		emit          emitFlags
 	)
 	names := make([]string, 0, len(functions))
@@ -619,15 +677,35 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 				return fmt.Errorf("function %s is not available in this build yet", spec.name)
 			}
 			ctx := cmd.Context()
+			// The admin endpoint comes first: liveness must answer while NATS is still being
+			// reached, readiness says why the replica is not ready yet.
+			var adm *admin.Server
+			if adminListen != "" {
+				status := runtime.NewStatus()
+				ctx = runtime.WithStatus(ctx, status)
+				var err error
+				if adm, err = admin.Start(admin.Config{Listen: adminListen, Status: status, Logger: a.log}); err != nil {
+					return fmt.Errorf("--admin-listen: %w", err)
+				}
+				defer func() {
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+					defer cancel()
+					_ = adm.Close(sctx)
+				}()
+				a.log.Info("admin endpoint listening", "addr", adm.Addr(), "paths", "/livez /readyz /metrics")
+			}
 			cl, err := a.connectRetry(ctx)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
+			if adm != nil {
+				adm.Attach(cl.NC, cl.JS)
+			}
 			// The emitter bounds each run by the tick, so that a run never sends late what it
 			// read long ago: `up` knows the tick; a lone function reads it from the schedule.
 			var tick time.Duration
-			if spec.name == "emitter" {
+			if spec.name == "emitter" || spec.name == "notices" {
 				tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				tick, err = provision.ScheduledTick(tctx, cl.JS)
 				cancel()
@@ -641,6 +719,9 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 				return err
 			}
 			defer a.shutdownTelemetry(tel)
+			if adm != nil {
+				adm.SetMetrics(tel.PrometheusHandler())
+			}
 			a.log.Info("function starting", "function", spec.name, "server", cl.NC.ConnectedUrlRedacted(), "metrics", metricsWhere(tel, a.env), "tick", tick)
 			err = a.runFunctions(ctx, []functionSpec{spec}, functionEnv{js: cl.JS, tel: tel, a: a, tick: tick, emit: emit}, func([]string) {})
 			if err == nil {
@@ -649,7 +730,8 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 			return err
 		},
 	}
-	c.Flags().StringVar(&metricsListen, "metrics-listen", "", "host:port of a Prometheus page when no OTLP endpoint is set (default: none)")
+	c.Flags().StringVar(&metricsListen, "metrics-listen", "", "host:port of a Prometheus page when no OTLP endpoint is set (default: none; the page is also served on --admin-listen)")
+	c.Flags().StringVar(&adminListen, "admin-listen", "", "host:port of the health endpoints, e.g. :8081: /livez (alive; never checks NATS), /readyz (connected, consumers found, not draining; else 503), /metrics (with --metrics-listen)")
 	addEmitFlags(c, &emit)
 	return c
 }

@@ -1,5 +1,7 @@
 package natsconf
 
+import "maintsignals/shared/embedded"
+
 // The checked-in configuration files, by file name (relative to infra/nats). `go run
 // ./infra/nats/gen` writes them; TestCheckedInFilesAreGenerated fails when they are stale.
 func Files() map[string]File {
@@ -36,14 +38,16 @@ keeps its own seed):
 and put the server certificate, its key and the CA under /etc/nats/tls.
 Clients connect with tls://HOST:4222, their seed (--nkey FILE) and the CA (--tlsca FILE), and
 with the inbox prefix of their role (--inbox-prefix _INBOX_<role>).`,
-		ServerName: "maint-0",
-		Listen:     "0.0.0.0:4222",
-		Monitor:    "127.0.0.1:8222",
-		StoreDir:   storeDir,
-		SyncAlways: true,
-		MaxPayload: 1 << 20,
-		TLS:        TLS{Cert: tlsCert, Key: tlsKey, CA: tlsCA},
-		Users:      DefaultUsers(),
+		ServerName:   "maint-0",
+		Listen:       "0.0.0.0:4222",
+		Monitor:      "127.0.0.1:8222",
+		StoreDir:     storeDir,
+		SyncAlways:   true,
+		MaxPayload:   1 << 20,
+		PingInterval: embedded.PingInterval,
+		PingMax:      embedded.PingMax,
+		TLS:          TLS{Cert: tlsCert, Key: tlsKey, CA: tlsCA},
+		Users:        DefaultUsers(),
 	}
 }
 

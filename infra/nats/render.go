@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -28,7 +29,11 @@ type File struct {
 	SyncAlways bool
 	// MaxPayload in bytes (0: the server's 1 MiB default).
 	MaxPayload int
-	TLS        TLS
+	// PingInterval and PingMax: the server closes a client or route connection that leaves
+	// PingMax pings unanswered, one every PingInterval (0: the server's 2 minutes and 2).
+	PingInterval time.Duration
+	PingMax      int
+	TLS          TLS
 	// Cluster, when set, makes the server one node of a JetStream cluster.
 	Cluster *Cluster
 	Users   []User
@@ -137,6 +142,14 @@ func Render(f File) ([]byte, error) {
 	}
 	if f.MaxPayload > 0 {
 		w(0, "max_payload: %d", f.MaxPayload)
+	}
+	if f.PingInterval > 0 {
+		w(0, "# A client or route that stops answering is dropped within seconds, not minutes, so that")
+		w(0, "# what it held goes to a live one (README, Partitions).")
+		w(0, "ping_interval: %s", value(f.PingInterval.String()))
+		if f.PingMax > 0 {
+			w(0, "ping_max: %d", f.PingMax)
+		}
 	}
 	b.WriteByte('\n')
 	if f.TLS.VerifyClients {

@@ -37,11 +37,13 @@ const (
 	// signed by a configured key whose role allows its task, else it is rejected with
 	// Unauthorized (SPEC §3). The updater's NATS nkey may double as its signing key.
 	RoleUpdater Role = "updater"
-	// RoleFunction runs the command and emitter functions: consumes their durable consumers,
-	// reads and writes records, publishes outcome events and dead letters, and may NOT publish
+	// RoleFunction runs the command, emitter and notices functions: consumes their durable
+	// consumers, reads and writes records, publishes outcome events, notices and dead letters,
+	// and may NOT publish
 	// commands (a compromised function cannot forge an admin's command).
 	RoleFunction Role = "function"
-	// RoleReader reads records and outcome events (dashboards, integrators), nothing else.
+	// RoleReader reads records, outcome events and notices (dashboards, integrators), nothing
+	// else.
 	RoleReader Role = "reader"
 )
 
@@ -83,38 +85,42 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		pub = slices.Concat(
 			[]string{domain.CommandPrefix + "*"},
 			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.DLQStream),
+			readStream(domain.NoticesStream),
 			// `maintctl dlq replay` deletes the dead letter it sent through again.
 			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream},
 		)
-		sub = []string{domain.EventPrefix + ">"}
+		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleUpdater:
 		// Reads too: client.Send waits for the outcome event and reads the record.
 		pub = slices.Concat(
 			[]string{domain.CommandPrefix + "*"},
-			readStream(kvStream), readStream(domain.EventsStream),
+			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream),
 		)
-		sub = []string{domain.EventPrefix + ">"}
+		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleFunction:
 		pub = slices.Concat(
 			[]string{
 				domain.EventPrefix + "*",
 				domain.DLQPrefix + "*",
-				KVSubjects, // record writes (compare-and-swap puts)
+				domain.NoticePrefix + "*", // lifecycle notices
+				KVSubjects,                // record writes (compare-and-swap puts)
 			},
 			readStream(kvStream), // record reads, and the emitter's scan (an ordered consumer)
 			consume(domain.CommandsStream, "*"),
 			// A replica that stops hands its pinned partitions over at once.
 			[]string{api + "CONSUMER.UNPIN." + domain.CommandsStream + ".*"},
 			consume(domain.ScheduleStream, "emitter"),
+			consume(domain.ScheduleStream, "notices"),
 			// The command function finds the partition consumers that provisioning created.
 			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream},
 			// A redelivered command checks whether its outcome is already out (the last event
-			// of its entity); a lone emitter reads the tick interval from the schedule.
-			getOnly(domain.EventsStream), getOnly(domain.ScheduleStream),
+			// of its entity); a lone emitter reads the tick interval from the schedule; the
+			// notices function reads the last notice of an entity.
+			getOnly(domain.EventsStream), getOnly(domain.ScheduleStream), getOnly(domain.NoticesStream),
 		)
 	case RoleReader:
-		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream))
-		sub = []string{domain.EventPrefix + ">"}
+		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
+		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
 	}
@@ -199,6 +205,7 @@ var adminPlane = []string{
 	// left out: an admin removes the one it replays.)
 	api + "STREAM.MSG.DELETE." + domain.CommandsStream,
 	api + "STREAM.MSG.DELETE." + domain.EventsStream,
+	api + "STREAM.MSG.DELETE." + domain.NoticesStream,
 	api + "STREAM.MSG.DELETE." + domain.ScheduleStream,
 	api + "STREAM.MSG.DELETE." + kvStream,
 }
@@ -216,7 +223,7 @@ func denied(r Role) []string {
 	if r != RoleFunction {
 		// Only the functions write records, outcome events and dead letters: a forged
 		// "applied" event would make maintctl report a change that never happened.
-		d = append(d, KVSubjects, domain.EventPrefix+">", domain.DLQPrefix+">")
+		d = append(d, KVSubjects, domain.EventPrefix+">", domain.DLQPrefix+">", domain.NoticePrefix+">")
 	}
 	if r == RoleFunction || r == RoleReader {
 		d = append(d, domain.CommandPrefix+">")

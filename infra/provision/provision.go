@@ -18,27 +18,6 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Consumer names.
-const (
-	EmitterConsumer = "emitter"
-	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
-	CommandConsumerPrefix = "command-p"
-)
-
-// PinnedTTL is how long a partition stays pinned to a replica that stopped renewing its pulls:
-// the ack wait, but at least 3 s, so that a live replica (which pulls again at least every
-// second) never loses it between pulls.
-func PinnedTTL(ackWait time.Duration) time.Duration { return max(ackWait, 3*time.Second) }
-
-// CommandPriorityGroup is the priority group the command function pulls with.
-const CommandPriorityGroup = "command"
-
-// CommandConsumer is the durable consumer of command partition p.
-func CommandConsumer(p int) string { return fmt.Sprintf("%s%d", CommandConsumerPrefix, p) }
-
-// CommandFilter is the subject filter of command partition p.
-func CommandFilter(p int) string { return fmt.Sprintf("%s%d.*", domain.CommandPrefix, p) }
-
 // Config is the provisioning setting. Zero fields take the defaults of DefaultConfig.
 type Config struct {
 	// Replicas of every stream and of the bucket: 1, 3 or 5.
@@ -52,6 +31,8 @@ type Config struct {
 	EventsMaxAge time.Duration
 	// CommandsMaxAge is how long commands are kept for audit and replay.
 	CommandsMaxAge time.Duration
+	// NoticesMaxAge is how long lifecycle notices are kept (default: as long as events).
+	NoticesMaxAge time.Duration
 	// DLQMaxAge is how long dead letters are kept.
 	DLQMaxAge time.Duration
 	// DuplicateWindow is the de-duplication window of the commands and events streams.
@@ -82,7 +63,7 @@ func DefaultConfig() Config {
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
-		MaxDeliver:      10,
+		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
 		Storage:         jetstream.FileStorage,
 	}
@@ -100,6 +81,7 @@ func (c Config) WithDefaults() (Config, error) {
 	orDefault(&c.EventsMaxAge, d.EventsMaxAge)
 	orDefault(&c.CommandsMaxAge, d.CommandsMaxAge)
 	orDefault(&c.DLQMaxAge, d.DLQMaxAge)
+	orDefault(&c.NoticesMaxAge, c.EventsMaxAge)
 	orDefault(&c.DuplicateWindow, d.DuplicateWindow)
 	orDefault(&c.AckWait, d.AckWait)
 	orDefault(&c.MaxDeliver, d.MaxDeliver)
@@ -195,7 +177,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			// Partition by entity key so that one consumer per partition keeps per-entity order.
 			SubjectTransform: &jetstream.SubjectTransformConfig{
 				Source:      domain.CommandPrefix + "*",
-				Destination: fmt.Sprintf("%s{{partition(%d,1)}}.{{wildcard(1)}}", domain.CommandPrefix, c.Partitions),
+				Destination: domain.CommandPartitionTransform(c.Partitions),
 			},
 			Retention:  jetstream.LimitsPolicy,
 			MaxAge:     c.CommandsMaxAge,
@@ -209,6 +191,16 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Subjects:    []string{domain.EventPrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.EventsMaxAge,
+			Duplicates:  c.DuplicateWindow,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
+			Name:        domain.NoticesStream,
+			Description: "Maintenance-signal lifecycle notices: reminders, due, overdue, stuck",
+			Subjects:    []string{domain.NoticePrefix + "*"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.NoticesMaxAge,
 			Duplicates:  c.DuplicateWindow,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
@@ -254,22 +246,23 @@ type StreamConsumer struct {
 	jetstream.ConsumerConfig
 }
 
-// Consumers returns the durable consumers: one per command partition and the emitter's.
+// Consumers returns the durable consumers: one per command partition, the emitter's and the
+// notices function's.
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+1)
+	out := make([]StreamConsumer, 0, c.Partitions+2)
 	for p := 0; p < c.Partitions; p++ {
 		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       CommandConsumer(p),
+			Durable:       domain.CommandConsumer(p),
 			Description:   fmt.Sprintf("command function, partition %d", p),
-			FilterSubject: CommandFilter(p),
+			FilterSubject: domain.CommandFilter(p),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			DeliverPolicy: jetstream.DeliverAllPolicy,
 			// One replica at a time serves a partition (it keeps the entities' order); another
 			// takes over when it stops renewing its pin. The runtime fences a new pin until the
 			// previous holder's commands are settled.
 			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{CommandPriorityGroup},
-			PinnedTTL:      PinnedTTL(c.AckWait),
+			PriorityGroups: []string{domain.CommandPriorityGroup},
+			PinnedTTL:      domain.PinnedTTL(c.AckWait),
 			MaxAckPending:  c.InFlight,
 			AckWait:        c.AckWait,
 			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
@@ -279,19 +272,26 @@ func Consumers(c Config) []StreamConsumer {
 			Replicas:   c.Replicas,
 		}})
 	}
-	return append(out, StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:       EmitterConsumer,
-		Description:   "emitter function: one replica serves each tick",
-		FilterSubject: domain.TickSubject,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		MaxAckPending: 1,
-		// A replica that dies holding a tick blocks the next one until the ack wait runs out:
-		// keep it under half a tick (the runtime signals progress while a run is long).
-		AckWait:    EmitterAckWait(c.Tick),
-		MaxDeliver: 3,
-		Replicas:   c.Replicas,
-	}})
+	tickConsumer := func(name, desc string) StreamConsumer {
+		return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
+			Durable:       name,
+			Description:   desc,
+			FilterSubject: domain.TickSubject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverNewPolicy,
+			MaxAckPending: 1,
+			// A replica that dies holding a tick blocks the next one until the ack wait runs
+			// out: keep it under half a tick (the runtime signals progress while a run is long).
+			AckWait:    EmitterAckWait(c.Tick),
+			MaxDeliver: 3,
+			Replicas:   c.Replicas,
+		}}
+	}
+	// Each function has its own consumer of the same ticks: the ticks stay in the stream
+	// (limits retention), and each consumer hands every tick to one replica of its function.
+	return append(out,
+		tickConsumer(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
+		tickConsumer(domain.NoticesConsumer, "notices function: one replica serves each tick"))
 }
 
 // EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between

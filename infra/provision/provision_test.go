@@ -40,11 +40,11 @@ func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 		}
 	}
 	for p := 0; p < env.Config.Partitions; p++ {
-		if _, err := env.JS.Consumer(ctx, domain.CommandsStream, provision.CommandConsumer(p)); err != nil {
+		if _, err := env.JS.Consumer(ctx, domain.CommandsStream, domain.CommandConsumer(p)); err != nil {
 			t.Errorf("consumer %d: %v", p, err)
 		}
 	}
-	if _, err := env.JS.Consumer(ctx, domain.ScheduleStream, provision.EmitterConsumer); err != nil {
+	if _, err := env.JS.Consumer(ctx, domain.ScheduleStream, domain.EmitterConsumer); err != nil {
 		t.Errorf("emitter consumer: %v", err)
 	}
 	// One replica: no follower can lag, so reads take the cheap direct path. (Replicated
@@ -162,7 +162,7 @@ func TestRun_RefusesAnotherPartitionCount(t *testing.T) {
 	if !errors.Is(err, provision.ErrInvalidConfig) || !strings.Contains(err.Error(), "partition count") {
 		t.Fatalf("err = %v, want a refusal naming the partition count", err)
 	}
-	if _, err := env.JS.Consumer(context.Background(), domain.CommandsStream, provision.CommandConsumer(7)); err == nil {
+	if _, err := env.JS.Consumer(context.Background(), domain.CommandsStream, domain.CommandConsumer(7)); err == nil {
 		t.Fatal("consumers for the new partitions were created anyway")
 	}
 }

@@ -16,7 +16,7 @@ import (
 func TestRun_UnpinnedPartitionConsumerIsMovedToPinnedInPlace(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	c, _ := env.JS.Consumer(ctx, domain.CommandsStream, provision.CommandConsumer(0))
+	c, _ := env.JS.Consumer(ctx, domain.CommandsStream, domain.CommandConsumer(0))
 	cfg := c.CachedInfo().Config
 	cfg.PriorityPolicy = jetstream.PriorityPolicyNone
 	cfg.PriorityGroups = nil
@@ -38,8 +38,8 @@ func TestRun_UnpinnedPartitionConsumerIsMovedToPinnedInPlace(t *testing.T) {
 	}
 	got := c.CachedInfo().Config
 	want := provision.DefaultConfig()
-	if got.PriorityPolicy != jetstream.PriorityPolicyPinned || got.MaxAckPending != want.InFlight || got.PinnedTTL != provision.PinnedTTL(want.AckWait) {
+	if got.PriorityPolicy != jetstream.PriorityPolicyPinned || got.MaxAckPending != want.InFlight || got.PinnedTTL != domain.PinnedTTL(want.AckWait) {
 		t.Errorf("after provisioning: policy %v, max ack pending %d, pinned TTL %s; want pinned, %d, %s",
-			got.PriorityPolicy, got.MaxAckPending, got.PinnedTTL, want.InFlight, provision.PinnedTTL(want.AckWait))
+			got.PriorityPolicy, got.MaxAckPending, got.PinnedTTL, want.InFlight, domain.PinnedTTL(want.AckWait))
 	}
 }

@@ -203,6 +203,11 @@ func (c *Client) commandMsg(cmd domain.Command) (*nats.Msg, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: resourceId: %w", ErrInvalidCommand, err)
 	}
+	if c.signer != nil && cmd.IssuedAt == "" {
+		// Inside the signed body: the command function refuses it once it is too old, and
+		// any copy issued no later than the last one applied with this key.
+		cmd.IssuedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	}
 	if rej := cmd.Validate(key, cmd.ID); rej != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
 	}

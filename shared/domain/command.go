@@ -39,6 +39,19 @@ type Command struct {
 	Window     *Window `json:"window,omitempty"`
 	Actor      string  `json:"actor,omitempty"`
 	Force      bool    `json:"force,omitempty"`
+	// IssuedAt (RFC 3339) is when the sender issued the command. A signed command must carry
+	// it, inside the signed body: it bounds how long a captured command could be replayed.
+	IssuedAt string `json:"issuedAt,omitempty"`
+
+	// SignerKey is the public key that signed the command, once its signature is verified
+	// (never read from the body).
+	SignerKey string `json:"-"`
+}
+
+// Issued returns the parsed IssuedAt; false when absent (Validate has checked its form).
+func (c Command) Issued() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, c.IssuedAt)
+	return t, err == nil
 }
 
 // ValidID reports whether id is a valid command id: 1–128 of [A-Za-z0-9_.:-].
@@ -163,6 +176,11 @@ func (c *Command) Validate(key, msgID string) *Rejection {
 	if hasControl(c.Actor, false) {
 		return InvalidParameter("actor", "contains control characters")
 	}
+	if c.IssuedAt != "" {
+		if _, err := time.Parse(time.RFC3339Nano, c.IssuedAt); err != nil {
+			return InvalidParameter("issuedAt", "must be an RFC 3339 time: %v", err)
+		}
+	}
 	if c.Window != nil {
 		switch {
 		case c.Task != TaskPending:
@@ -208,4 +226,20 @@ func (c Command) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("encode command: %w", err)
 	}
 	return b, nil
+}
+
+// CheckNotice is the notice policy (SPEC §6): with a minimum notice, a Pending whose window
+// starts earlier than handledAt + minNotice is refused on window.start, unless forced.
+// handledAt is when the commands stream stored the command, not a replica's clock, so that
+// every replica, and every redelivery, decides the same.
+func CheckNotice(c Command, handledAt time.Time, minNotice time.Duration) *Rejection {
+	if minNotice <= 0 || c.Force || c.Task != TaskPending || c.Window == nil {
+		return nil
+	}
+	earliest := handledAt.Add(minNotice)
+	if c.Window.Start.Before(earliest) {
+		return InvalidParameter("window.start", "window starts at %s, less than the minimum notice of %s after the command was received (%s); announce it later, or force it",
+			c.Window.Start.UTC().Format(time.RFC3339), minNotice, handledAt.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

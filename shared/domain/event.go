@@ -57,6 +57,36 @@ func DecodeEvent(b []byte) (Event, error) {
 	return e, nil
 }
 
+// Applied builds the outcome event of a command that moved the entity along tr.
+func Applied(c Command, tr Transition, at time.Time) Event {
+	ev := Event{
+		CommandID: c.ID, ResourceID: c.ResourceID, Task: c.Task, Outcome: OutcomeApplied,
+		From: tr.From, To: tr.To, At: at, Actor: c.Actor, Force: c.Force, Reason: c.Reason, Error: c.Error,
+	}
+	if tr.Forced {
+		ev.Message = "forced: the update in progress was abandoned"
+	}
+	return ev
+}
+
+// Duplicate builds the outcome event of a command whose id the entity already applied.
+func Duplicate(c Command, state State, at time.Time) Event {
+	return Event{
+		CommandID: c.ID, ResourceID: c.ResourceID, Task: c.Task, Outcome: OutcomeDuplicate,
+		From: state, To: state, Message: "command id was applied before; nothing changed",
+		At: at, Actor: c.Actor, Force: c.Force, Reason: c.Reason,
+	}
+}
+
+// DeadLettered builds the outcome event of a command given up on, for the reason given; state
+// is the entity's when it could be read, "" when not.
+func DeadLettered(c Command, state State, reason string, at time.Time) Event {
+	return Event{
+		CommandID: c.ID, ResourceID: c.ResourceID, Task: c.Task, Outcome: OutcomeDeadLettered,
+		From: state, To: state, Message: reason, At: at, Actor: c.Actor, Force: c.Force,
+	}
+}
+
 // Rejected builds the rejection event for a command in the given (unchanged) state.
 func Rejected(c Command, state State, rej *Rejection, at time.Time) Event {
 	return Event{

@@ -38,6 +38,31 @@ type Record struct {
 	// LastEvent is the outcome event of the last applied command, so that a redelivery after
 	// a crash between the write and the event publishes the very same event.
 	LastEvent *Event `json:"lastEvent,omitempty"`
+
+	// AdmitTokens and AdmitAt are the entity's admission bucket (see Admission) as of the
+	// stored time of the last applied command: kept in the record, so that every replica
+	// admits or refuses a command alike.
+	AdmitTokens float64   `json:"admitTokens,omitempty"`
+	AdmitAt     time.Time `json:"admitAt,omitzero"`
+
+	// SignedUpTo holds, per signing key, the issuedAt of the last signed command applied with
+	// it: a signed command issued no later is a replay. Keys whose last command is older than
+	// any command still accepted are dropped, so it stays as small as the set of keys in use.
+	SignedUpTo map[string]time.Time `json:"signedUpTo,omitempty"`
+}
+
+// Follows reports whether next, a record about to replace r, was written by a command stored
+// after the one that wrote r: a later stream sequence, or a later stored time (the commands
+// stream was recreated and counts from 1 again). A record never moves backwards.
+func (r Record) Follows(prev Record) bool {
+	return r.LastCommandSeq > prev.LastCommandSeq || r.LastCommandAt.After(prev.LastCommandAt)
+}
+
+// HandledBefore reports whether the command stored at seq and storedAt was handled before the
+// command that last wrote r: commands of an entity are handled in stream order, so one stored
+// earlier than the last applied one already has its outcome.
+func (r Record) HandledBefore(seq uint64, storedAt time.Time) bool {
+	return seq < r.LastCommandSeq && !storedAt.After(r.LastCommandAt)
 }
 
 // Seen reports whether the record remembers applying command id.
@@ -80,4 +105,28 @@ func DecodeRecord(b []byte) (Record, error) {
 		r.State = StateNone
 	}
 	return r, nil
+}
+
+// DefaultStuckAfter is how long an update may run before it counts as stuck (SPEC §6).
+const DefaultStuckAfter = 6 * time.Hour
+
+// Overdue reports whether the entity is still Pending after its announced window ended.
+func (r Record) Overdue(now time.Time) bool {
+	return r.State == StatePending && r.Window != nil && !now.Before(r.Window.End)
+}
+
+// UpdateStartedAt is when the update in progress started, zero when none is. While an update
+// runs, every command but its outcome (or a forced one, which ends or replaces the update) is
+// refused without touching the record, so the last applied command is the one that started
+// it: its updatedAt is the start, and its lastCommandSeq identifies the update.
+func (r Record) UpdateStartedAt() time.Time {
+	if !r.Updating {
+		return time.Time{}
+	}
+	return r.UpdatedAt
+}
+
+// Stuck reports whether an update has been in progress for longer than limit.
+func (r Record) Stuck(now time.Time, limit time.Duration) bool {
+	return r.Updating && !r.UpdatedAt.IsZero() && now.Sub(r.UpdatedAt) > limit
 }

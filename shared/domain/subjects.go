@@ -1,6 +1,10 @@
 package domain
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Names of the messaging contract (SPEC §3).
 const (
@@ -37,3 +41,36 @@ func KeyFromSubject(subject string) string {
 	}
 	return subject
 }
+
+// Durable consumers of the functions, and how the command partitions are served.
+const (
+	EmitterConsumer = "emitter"
+	// NoticesConsumer serves the ticks to the notices function, beside the emitter's.
+	NoticesConsumer = "notices"
+	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
+	CommandConsumerPrefix = "command-p"
+	// CommandPriorityGroup is the priority group the command function pulls with: each
+	// partition is pinned to one replica at a time (pinned_client).
+	CommandPriorityGroup = "command"
+	// DefaultMaxDeliver is the delivery budget of a command: the function dead-letters it on
+	// this delivery if it still fails.
+	DefaultMaxDeliver = 10
+)
+
+// CommandConsumer is the durable consumer of command partition p.
+func CommandConsumer(p int) string { return fmt.Sprintf("%s%d", CommandConsumerPrefix, p) }
+
+// CommandFilter is the subject filter of command partition p: commands are stored as
+// maint.cmd.<p>.<key> by the stream's subject transform (CommandPartitionTransform).
+func CommandFilter(p int) string { return fmt.Sprintf("%s%d.*", CommandPrefix, p) }
+
+// CommandPartitionTransform maps maint.cmd.<key> to maint.cmd.<partition>.<key>, a hash of the
+// key over n partitions: one entity's commands always land in one partition.
+func CommandPartitionTransform(n int) string {
+	return fmt.Sprintf("%s{{partition(%d,1)}}.{{wildcard(1)}}", CommandPrefix, n)
+}
+
+// PinnedTTL is how long a partition stays pinned to a replica that stopped renewing its pulls:
+// the ack wait, but at least 3 s, so that a live replica (which pulls again at least every
+// second) never loses it between pulls.
+func PinnedTTL(ackWait time.Duration) time.Duration { return max(ackWait, 3*time.Second) }

@@ -15,6 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// PingInterval and PingMax are the servers' liveness checks of clients and routes: one left
+// unanswered PingMax times in a row, a ping every PingInterval, is dropped, so that what it
+// held (a pin, messages in hand) goes to a live one within seconds (README, Partitions).
+const (
+	PingInterval = 2 * time.Second
+	PingMax      = 3
+)
+
 // Config configures one embedded server.
 type Config struct {
 	// Name is the server name; it must stay the same across restarts on one store.
@@ -29,6 +37,9 @@ type Config struct {
 	SyncAlways bool
 	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
 	ReadyTimeout time.Duration
+	// Monitor is host:port of the HTTP monitoring endpoint (/varz, /jsz, /healthz: what KEDA's
+	// nats-jetstream scaler reads); port 0 picks a free port; "" serves none.
+	Monitor string
 
 	// TLS, when set, makes the listener accept TLS connections only (ServerTLS builds one from
 	// files). With ClientAuth tls.RequireAndVerifyClientCert and ClientCAs it is mutual TLS:
@@ -52,7 +63,12 @@ func (c Config) validate() error {
 	if c.StoreDir == "" {
 		return fmt.Errorf("%w: StoreDir is required", ErrInvalidConfig)
 	}
-	if t := c.TLS; t != nil {
+	return validateSecurity(c.TLS, c.Nkeys)
+}
+
+// validateSecurity checks the client TLS and the users of one server or of every node.
+func validateSecurity(t *tls.Config, users []*server.NkeyUser) error {
+	if t != nil {
 		if len(t.Certificates) == 0 && t.GetCertificate == nil {
 			return fmt.Errorf("%w: TLS has no server certificate", ErrInvalidConfig)
 		}
@@ -60,13 +76,31 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: TLS verifies client certificates but has no ClientCAs", ErrInvalidConfig)
 		}
 	}
-	for i, u := range c.Nkeys {
+	for i, u := range users {
 		if u == nil || u.Nkey == "" {
 			return fmt.Errorf("%w: Nkeys[%d] has no public key", ErrInvalidConfig, i)
 		}
 	}
 	return nil
 }
+
+// clientTLS makes the client listener of opts accept TLS only, with t.
+func clientTLS(opts *server.Options, t *tls.Config) {
+	if t == nil {
+		return
+	}
+	opts.TLSConfig = t.Clone()
+	if opts.TLSConfig.MinVersion == 0 {
+		opts.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	opts.TLS = true
+	opts.TLSVerify = t.ClientAuth == tls.RequireAndVerifyClientCert
+	// The default half second fails handshakes on a busy machine.
+	opts.TLSTimeout = tlsTimeout
+}
+
+// tlsTimeout, in seconds, bounds the TLS handshakes of clients and routes.
+const tlsTimeout = 2
 
 // Server is a running embedded nats-server.
 type Server struct {
@@ -91,19 +125,12 @@ func Start(cfg Config) (*Server, error) {
 		SyncAlways: cfg.SyncAlways,
 		// Commands are small; this leaves room for an oversized one to reach the handler and be
 		// rejected with a clear outcome instead of being refused at the door.
-		MaxPayload: 1 << 20,
-		Nkeys:      cfg.Nkeys,
+		MaxPayload:   1 << 20,
+		PingInterval: PingInterval,
+		MaxPingsOut:  PingMax,
+		Nkeys:        cfg.Nkeys,
 	}
-	if cfg.TLS != nil {
-		opts.TLSConfig = cfg.TLS.Clone()
-		if opts.TLSConfig.MinVersion == 0 {
-			opts.TLSConfig.MinVersion = tls.VersionTLS12
-		}
-		opts.TLS = true
-		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
-		// The default half second fails handshakes on a busy machine.
-		opts.TLSTimeout = 2
-	}
+	clientTLS(opts, cfg.TLS)
 	if cfg.Listen == "" {
 		opts.DontListen = true
 	} else {
@@ -115,6 +142,16 @@ func Start(cfg Config) (*Server, error) {
 			port = server.RANDOM_PORT // nats-server reads 0 as its default port, 4222
 		}
 		opts.Host, opts.Port = host, port
+	}
+	if cfg.Monitor != "" {
+		host, port, err := splitHostPort(cfg.Monitor)
+		if err != nil {
+			return nil, err
+		}
+		if port == 0 {
+			port = -1 // nats-server's "any free port" for monitoring
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -163,6 +200,15 @@ func (s *Server) URL() string {
 		return ""
 	}
 	return s.ClientURL()
+}
+
+// MonitorURL is the base URL of the monitoring endpoint (http://host:port), "" when the
+// server has none.
+func (s *Server) MonitorURL() string {
+	if a := s.MonitorAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
 }
 
 // Stop shuts the server down and waits for it to finish.

@@ -1,11 +1,9 @@
 package embedded_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,23 +85,12 @@ func TestStart_TLSServesOnlyTLSClients(t *testing.T) {
 func TestStart_TLSServerRefusesAPlaintextConnectOnTheWire(t *testing.T) {
 	// Not the client library declining: the server itself does not serve plaintext.
 	s, _ := startTLS(t, false)
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL(), "tls://"), 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	info, reply := natstest.PlaintextPing(t, strings.TrimPrefix(s.URL(), "tls://"))
+	if !strings.Contains(info, `"tls_required":true`) {
+		t.Fatalf("INFO = %q; want tls_required", info)
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(conn)
-	info, err := r.ReadString('\n')
-	if err != nil || !strings.Contains(info, `"tls_required":true`) {
-		t.Fatalf("INFO = %q, %v; want tls_required", info, err)
-	}
-	if _, err := conn.Write([]byte("CONNECT {\"verbose\":false}\r\nPING\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	rest, _ := r.ReadString('\n')
-	if strings.HasPrefix(rest, "PONG") {
-		t.Fatalf("the server answered a plaintext client: %q", rest)
+	if strings.HasPrefix(reply, "PONG") {
+		t.Fatalf("the server answered a plaintext client: %q", reply)
 	}
 }
 

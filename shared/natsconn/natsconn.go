@@ -20,6 +20,13 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
+// PingInterval and PingMax are the client's liveness check of its server: one ping every
+// PingInterval, and the connection is given up when PingMax are unanswered.
+const (
+	PingInterval = time.Second
+	PingMax      = 2
+)
+
 // DefaultServer is where clients connect when neither a server nor NATS_URL is given.
 const DefaultServer = "nats://127.0.0.1:4222"
 
@@ -155,7 +162,16 @@ func (o Options) NATSOptions() ([]nats.Option, error) {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	opts := []nats.Option{nats.Timeout(timeout), nats.MaxReconnects(-1)}
+	opts := []nats.Option{nats.Timeout(timeout), nats.MaxReconnects(-1),
+		// A server that stops answering (a cut link, an isolated host) is given up within
+		// PingInterval*(PingMax+1), not nats.go's 2 minutes: a function on it then gives up the
+		// messages it holds (shared/runtime, lease.go) and its partitions go to a live replica.
+		nats.PingInterval(PingInterval), nats.MaxPingsOutstanding(PingMax),
+		nats.ReconnectWait(500 * time.Millisecond), nats.ReconnectJitter(250*time.Millisecond, time.Second),
+		// Nothing is kept to be sent on a later connection: a write either goes out on the
+		// connection it was made for or fails, and is retried by whoever made it.
+		nats.ReconnectBufSize(-1),
+	}
 	if o.Name != "" {
 		opts = append(opts, nats.Name(o.Name))
 	}

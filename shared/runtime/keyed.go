@@ -39,8 +39,11 @@ type keyedEntry struct {
 	msg      Message
 	key      string
 	received time.Time
-	running  bool // handed to a goroutine
-	readied  bool // heads its key and waits in ready for a free slot
+	ctx      context.Context // the handler's, ended when the lease is lost
+	lease    *lease
+	conn     uint64 // the connection's reconnect count when it came
+	running  bool   // handed to a goroutine
+	readied  bool   // heads its key and waits in ready for a free slot
 }
 
 // keyed serves one pinned consumer.
@@ -64,6 +67,8 @@ type keyed struct {
 	idle     chan struct{} // closed and replaced whenever held becomes empty
 	wg       sync.WaitGroup
 	stop     chan struct{}
+	life     context.Context // ends when the consumer closes
+	endLife  context.CancelFunc
 }
 
 func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, jetstream.ConsumeContext, error) {
@@ -80,6 +85,7 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{},
 		idle: make(chan struct{}), stop: make(chan struct{}),
 	}
+	k.life, k.endLife = context.WithCancel(context.WithoutCancel(hctx))
 	window := max(cfg.MaxAckPending, 1)
 	// The pull expires well inside the pinned TTL: a pinned replica that is alive renews its
 	// pin even when there is nothing to deliver.
@@ -96,6 +102,7 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 		r.consumeErrors(name))
 	if err != nil {
 		close(k.stop)
+		k.endLife()
 		k.wg.Wait()
 		return nil, nil, fmt.Errorf("function %s: consume %s: %w", r.cfg.Name, name, err)
 	}
@@ -104,8 +111,8 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 
 // receive is the consume callback: it only files the message; it never blocks.
 func (k *keyed) receive(raw jetstream.Msg) {
-	msg := toMessage(raw, k.name)
-	e := &keyedEntry{raw: raw, msg: msg, key: k.r.cfg.KeyOf(msg), received: time.Now()}
+	e := k.entry(raw)
+	msg := e.msg
 	pin := raw.Headers().Get(HeaderPinID)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -115,6 +122,7 @@ func (k *keyed) receive(raw jetstream.Msg) {
 	if _, dup := k.held[msg.Seq]; dup {
 		return // a redelivery of a message in hand: the copy in hand is settled
 	}
+
 	k.held[msg.Seq] = e
 	if pin != k.pin || len(k.fenced) > 0 {
 		k.fenced = append(k.fenced, e)
@@ -126,6 +134,17 @@ func (k *keyed) receive(raw jetstream.Msg) {
 		return
 	}
 	k.admitLocked(e)
+}
+
+// entry files a message just received. The server gave it out at most a moment ago: it is this
+// replica's for the ack wait, less a margin for the time it took to get here; answered
+// keep-alives extend that.
+func (k *keyed) entry(raw jetstream.Msg) *keyedEntry {
+	msg := toMessage(raw, k.name)
+	now := time.Now()
+	e := &keyedEntry{raw: raw, msg: msg, key: k.r.cfg.KeyOf(msg), received: now, conn: k.r.reconnects()}
+	e.ctx, e.lease = newLease(k.ctx, now.Add(k.ackWait-k.leaseMargin()))
+	return e
 }
 
 // lift waits until every message the consumer has out is in this replica's hand, then lets
@@ -233,7 +252,7 @@ func (k *keyed) readyLocked(e *keyedEntry) {
 // run handles one message, retrying in place, settles it and starts what it held back.
 func (k *keyed) run(e *keyedEntry) {
 	defer k.wg.Done()
-	settled := k.r.processInPlace(k.ctx, k.name, e.raw, e.msg)
+	settled := k.r.processInPlace(e.ctx, k.name, e.raw, e.msg)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.running--
@@ -283,30 +302,116 @@ func pinnedID(info *jetstream.ConsumerInfo, group string) string {
 	return ""
 }
 
-// keepAlive signals progress for every message held longer than a third of the ack wait, so
-// that messages waiting behind others of their key (or behind a fence) are not redelivered.
+// keepAlive keeps the messages in hand this replica's, and gives up those that are not any
+// more. Every fifth of the ack wait it:
+//   - gives up every message when the connection is down or was re-established since the
+//     message came (whatever was sent on the old connection may or may not have arrived);
+//   - gives up a key's messages when one of them is past its lease;
+//   - sends a keep-alive for each message held longer than a fifth of the ack wait, as a
+//     request that the consumer's leader answers: an answer that comes back within the lease
+//     extends it to the ack wait after the keep-alive was sent, an unanswered one (a server cut
+//     off from the consumer's leader) lets the lease run out.
 func (k *keyed) keepAlive() {
 	defer k.wg.Done()
-	t := time.NewTicker(k.ackWait / 3)
+	every := k.ackWait / 5
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-k.stop:
 			return
 		case now := <-t.C:
+			conn, up := k.r.reconnects(), k.r.connected()
+			k.abandon(func(e *keyedEntry) bool { return !up || e.conn != conn }, errConnectionLost)
 			k.mu.Lock()
-			var due []jetstream.Msg
+			expired := map[string]bool{}
+			var due []*keyedEntry
 			for _, e := range k.held {
-				if now.Sub(e.received) >= k.ackWait/3 {
-					due = append(due, e.raw)
+				switch {
+				case now.After(e.lease.until()):
+					expired[e.key] = true
+				case now.Sub(e.received) >= every:
+					due = append(due, e)
 				}
 			}
 			k.mu.Unlock()
-			for _, m := range due {
-				_ = m.InProgress()
+			if len(expired) > 0 {
+				k.abandon(func(e *keyedEntry) bool { return expired[e.key] }, errLeaseExpired)
+			}
+			for _, e := range due {
+				k.wg.Add(1)
+				go k.renew(e)
 			}
 		}
 	}
+}
+
+// renew sends one keep-alive for e and extends its lease if the answer comes in time.
+func (k *keyed) renew(e *keyedEntry) {
+	defer k.wg.Done()
+	sent := time.Now()
+	// Bounded by the lease, and by the consumer's life: no keep-alive outlives close.
+	ctx, cancel := context.WithDeadline(k.life, e.lease.until())
+	defer cancel()
+	if _, err := k.r.js.Conn().RequestWithContext(ctx, e.raw.Reply(), ackProgress); err != nil {
+		return // the lease runs out unless a later keep-alive is answered
+	}
+	if time.Now().Before(e.lease.until()) {
+		e.lease.extend(sent.Add(k.ackWait - k.leaseMargin()))
+	}
+}
+
+// ackProgress is JetStream's "work in progress" acknowledgement.
+var ackProgress = []byte("+WPI")
+
+// leaseMargin is what a lease keeps back from the ack wait: the time a message or a keep-alive
+// may take between the server and this replica.
+func (k *keyed) leaseMargin() time.Duration { return k.ackWait / 4 }
+
+// abandon gives up the messages in hand that match: it ends the leases of those that run
+// (their handlers stop before committing and leave them unsettled) and drops the others; the
+// server gives them out again after their ack wait. A key whose message is given up gives up
+// the messages behind it too, so that none overtakes it.
+func (k *keyed) abandon(match func(*keyedEntry) bool, cause error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	keys := map[string]bool{}
+	for _, e := range k.held {
+		if match(e) && e.ctx.Err() == nil {
+			keys[e.key] = true
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	n := 0
+	for seq, e := range k.held {
+		if !keys[e.key] {
+			continue
+		}
+		n++
+		e.lease.lose(cause)
+		if e.running {
+			continue // its run cleans up its key
+		}
+		delete(k.held, seq)
+	}
+	drop := func(e *keyedEntry) bool { return keys[e.key] && !e.running }
+	for key := range keys {
+		if q := slices.DeleteFunc(k.queues[key], drop); len(q) > 0 {
+			k.queues[key] = q
+		} else {
+			delete(k.queues, key)
+		}
+	}
+	k.ready = slices.DeleteFunc(k.ready, drop)
+	k.fenced = slices.DeleteFunc(k.fenced, drop)
+	// What was given up comes back only after its ack wait, while newer messages of its keys
+	// may come at once (the pin is still this replica's): fence whatever comes from here on,
+	// as for a new pin, so that it runs only with the given-up messages back in hand, in order.
+	k.pin = ""
+	k.r.log.Warn("giving up messages this replica no longer holds", "consumer", k.name, "messages", n, "keys", len(keys), "cause", cause)
+	k.signalIdleLocked()
 }
 
 // drained returns once nothing is held, or when ctx ends.
@@ -334,6 +439,7 @@ func (k *keyed) close(ctx context.Context) {
 	k.closed = true // no callback starts work from here on
 	k.mu.Unlock()
 	close(k.stop)
+	k.endLife()
 	k.wg.Wait()
 	k.mu.Lock()
 	pin := k.pin
@@ -380,6 +486,9 @@ func (r *runner) processInPlace(ctx context.Context, consumer string, raw jetstr
 		}
 		start = time.Now()
 		msg.Delivered++
+	}
+	if Holding(ctx) != nil {
+		return false // no longer ours: whoever has it now settles it
 	}
 	for {
 		result := r.settle(ctx, raw, msg, err, true)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 	gate := make(chan struct{})
 	r := &runner{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 1, MaxDeliver: 10,
+		KeyOf: func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
 		Handler: func(_ context.Context, m Message) error {
 			if m.Seq == 5 {
 				<-gate
@@ -53,10 +55,10 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 	if r.metrics, err = newMetrics(r.cfg.Meter); err != nil {
 		t.Fatal(err)
 	}
-	k := &keyed{r: r, name: "p", ctx: context.Background(), held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
+	k := &keyed{r: r, name: "p", ctx: context.Background(), ackWait: time.Minute, held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
 	add := func(key string, seq uint64) {
 		raw := &heldMsg{subject: "t." + key, seq: seq}
-		e := &keyedEntry{raw: raw, msg: toMessage(raw, "p"), key: key, received: time.Now()}
+		e := k.entry(raw)
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		k.held[seq] = e

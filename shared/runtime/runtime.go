@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -119,7 +120,7 @@ func (c *Config) validate() error {
 		c.BalanceEvery = 5 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = 30 * time.Second
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -146,7 +147,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 
-	var workers sync.WaitGroup
+	var workers, balancing sync.WaitGroup
+	// The balance loop ends with ctx; it is joined before Run returns.
+	defer balancing.Wait()
 	var ccs []jetstream.ConsumeContext
 	var keyeds []*keyed
 	for _, name := range cfg.Consumers {
@@ -188,11 +191,17 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		ccs = append(ccs, cc)
 	}
 	r.log.Info("function started", "stream", cfg.Stream, "consumers", len(cfg.Consumers))
+	statusFrom(ctx).set(cfg, true, false)
 	if len(keyeds) > 0 && cfg.BalanceEvery > 0 {
-		go r.balance(ctx, keyeds, cfg.BalanceEvery)
+		balancing.Add(1)
+		go func() {
+			defer balancing.Done()
+			r.balance(ctx, keyeds, cfg.BalanceEvery)
+		}()
 	}
 	<-ctx.Done()
 	r.log.Info("function draining")
+	statusFrom(ctx).set(cfg, false, true)
 	for _, cc := range ccs {
 		cc.Drain()
 	}
@@ -234,6 +243,8 @@ type runner struct {
 
 	mu     sync.Mutex
 	queues []chan held
+
+	movedOff atomic.Int64 // Unix nanoseconds of the last moveOff
 
 	// sending is held (read) by consume callbacks while they hand a message over, so that the
 	// queues are closed only when no callback is sending on them.
@@ -283,16 +294,57 @@ func (r *runner) consumer(ctx context.Context, name string) (jetstream.Consumer,
 	return cons, ackWait, nil
 }
 
-// consumeErrors logs what a consume of consumer name reports; nats.go itself reconnects.
-func (r *runner) consumeErrors(name string) jetstream.PullConsumeOpt {
+// consumeErrors logs what a consume of consumer name reports (nats.go itself reconnects) and
+// passes it to also, if given.
+func (r *runner) consumeErrors(name string, also ...func(error)) jetstream.PullConsumeOpt {
 	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		for _, f := range also {
+			f(err)
+		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
+			r.moveOff()
 			return
 		}
 		r.log.Debug("consume", "consumer", name, "err", err)
 	})
 }
+
+// moveOffEvery bounds how often a replica leaves its server for another one.
+const moveOffEvery = 10 * time.Second
+
+// moveOff connects to another server of the cluster when consumes through this one miss their
+// heartbeats: the server answers pings but not for JetStream (it is cut off from the rest of
+// the cluster), so waiting on it would leave this replica idle until the partition heals.
+func (r *runner) moveOff() {
+	if r.js == nil {
+		return
+	}
+	nc := r.js.Conn()
+	if len(nc.Servers()) < 2 {
+		return // nowhere else to go
+	}
+	now := time.Now().UnixNano()
+	last := r.movedOff.Load()
+	if now-last < int64(moveOffEvery) || !r.movedOff.CompareAndSwap(last, now) {
+		return
+	}
+	r.log.Warn("JetStream unreachable through this server; connecting to another", "server", nc.ConnectedUrlRedacted())
+	if err := nc.ForceReconnect(); err != nil {
+		r.log.Debug("force reconnect", "err", err)
+	}
+}
+
+// reconnects counts the connection's reconnections: a message that came before the last one
+// came on a connection that is gone.
+func (r *runner) reconnects() uint64 {
+	if r.js == nil {
+		return 0 // queues driven without a server (the runtime's own tests)
+	}
+	return r.js.Conn().Stats().Reconnects
+}
+
+func (r *runner) connected() bool { return r.js == nil || r.js.Conn().IsConnected() }
 
 func (r *runner) consume(ctx, hctx context.Context, name string, workers *sync.WaitGroup) (jetstream.ConsumeContext, error) {
 	cons, ackWait, err := r.consumer(ctx, name)

@@ -44,11 +44,24 @@ func (r Role) Allows(t domain.Task) bool {
 	return false
 }
 
-// Signer is a configured key.
+// Signer is a configured party with its keys. Several keys let a signer rotate: add the new
+// key, move to it, remove the old one.
 type Signer struct {
-	Name      string `json:"name"`
-	PublicKey string `json:"publicKey"`
-	Roles     []Role `json:"roles"`
+	Name       string   `json:"name"`
+	PublicKey  string   `json:"publicKey,omitempty"`
+	PublicKeys []string `json:"publicKeys,omitempty"`
+	Roles      []Role   `json:"roles"`
+
+	// Key is the key that signed the command at hand (set by Verify).
+	Key string `json:"-"`
+}
+
+// keys are the signer's public keys, from both fields.
+func (s Signer) keys() []string {
+	if s.PublicKey == "" {
+		return s.PublicKeys
+	}
+	return append([]string{s.PublicKey}, s.PublicKeys...)
 }
 
 // Policy decides which commands are authorized.
@@ -65,11 +78,11 @@ var ErrInvalidPolicy = errors.New("invalid signing policy")
 func NewPolicy(required bool, signers []Signer) (*Policy, error) {
 	p := &Policy{Required: required, signers: make(map[string]Signer, len(signers))}
 	for _, s := range signers {
-		if !nkeys.IsValidPublicUserKey(s.PublicKey) {
-			return nil, fmt.Errorf("%w: signer %q: %q is not a public user nkey (U…)", ErrInvalidPolicy, s.Name, s.PublicKey)
-		}
 		if s.Name == "" {
-			return nil, fmt.Errorf("%w: signer %s has no name", ErrInvalidPolicy, s.PublicKey)
+			return nil, fmt.Errorf("%w: signer %v has no name", ErrInvalidPolicy, s.keys())
+		}
+		if len(s.keys()) == 0 {
+			return nil, fmt.Errorf("%w: signer %q has no publicKey or publicKeys", ErrInvalidPolicy, s.Name)
 		}
 		if len(s.Roles) == 0 {
 			return nil, fmt.Errorf("%w: signer %q has no role", ErrInvalidPolicy, s.Name)
@@ -79,10 +92,15 @@ func NewPolicy(required bool, signers []Signer) (*Policy, error) {
 				return nil, fmt.Errorf("%w: signer %q: unknown role %q (admin, updater)", ErrInvalidPolicy, s.Name, r)
 			}
 		}
-		if _, dup := p.signers[s.PublicKey]; dup {
-			return nil, fmt.Errorf("%w: key %s listed twice", ErrInvalidPolicy, s.PublicKey)
+		for _, k := range s.keys() {
+			if !nkeys.IsValidPublicUserKey(k) {
+				return nil, fmt.Errorf("%w: signer %q: %q is not a public user nkey (U…)", ErrInvalidPolicy, s.Name, k)
+			}
+			if _, dup := p.signers[k]; dup {
+				return nil, fmt.Errorf("%w: key %s listed twice", ErrInvalidPolicy, k)
+			}
+			p.signers[k] = s
 		}
-		p.signers[s.PublicKey] = s
 	}
 	if required && len(p.signers) == 0 {
 		return nil, fmt.Errorf("%w: signatures are required but no signer is configured", ErrInvalidPolicy)
@@ -90,12 +108,19 @@ func NewPolicy(required bool, signers []Signer) (*Policy, error) {
 	return p, nil
 }
 
-// LoadPolicy reads signers from a JSON file: [{"name": "…", "publicKey": "U…", "roles": ["admin"]}].
+// LoadPolicy reads signers from a JSON file: [{"name": "…", "publicKeys": ["U…"], "roles":
+// ["admin"]}] ("publicKey": "U…" for a single key).
 func LoadPolicy(path string, required bool) (*Policy, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidPolicy, err)
+		return nil, errInvalid(err)
 	}
+	return parsePolicy(path, b, required)
+}
+
+func errInvalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalidPolicy, err) }
+
+func parsePolicy(path string, b []byte, required bool) (*Policy, error) {
 	var signers []Signer
 	if err := json.Unmarshal(b, &signers); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidPolicy, path, err)
@@ -129,6 +154,7 @@ func (p *Policy) Verify(body []byte, h nats.Header) (*Signer, *domain.Rejection)
 	if err := kp.Verify(body, raw); err != nil {
 		return nil, unauthorized("signature does not match the body for signer %s", s.Name)
 	}
+	s.Key = pub
 	return &s, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -24,6 +25,8 @@ func TestNewPolicy_RejectsBadSigners(t *testing.T) {
 		"no role":        {{Name: "a", PublicKey: pub}},
 		"unknown role":   {{Name: "a", PublicKey: pub, Roles: []signing.Role{"root"}}},
 		"duplicate key":  {{Name: "a", PublicKey: pub, Roles: []signing.Role{signing.RoleAdmin}}, {Name: "b", PublicKey: pub, Roles: []signing.Role{signing.RoleUpdater}}},
+		"no key":         {{Name: "a", Roles: []signing.Role{signing.RoleAdmin}}},
+		"one key twice":  {{Name: "a", PublicKey: pub, PublicKeys: []string{pub}, Roles: []signing.Role{signing.RoleAdmin}}},
 		"required, none": nil,
 	}
 	for name, signers := range cases {
@@ -96,5 +99,70 @@ func TestLoadPolicyAndSeed_FromFiles(t *testing.T) {
 	}
 	if _, err := signing.LoadPolicy(filepath.Join(dir, "missing.json"), true); !errors.Is(err, signing.ErrInvalidPolicy) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestWatch_FollowsTheFileAndKeepsTheKeysInForceOnABadEdit: a valid change is in force at the
+// next check; an edit that does not parse or validate (half a file, an unknown role) is
+// refused and the keys in force stay; a missing file keeps them too.
+func TestWatch_FollowsTheFileAndKeepsTheKeysInForceOnABadEdit(t *testing.T) {
+	a, _ := nkeys.CreateUser()
+	b, _ := nkeys.CreateUser()
+	aPub, _ := a.PublicKey()
+	bPub, _ := b.PublicKey()
+	path := filepath.Join(t.TempDir(), "signers.json")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`[{"name":"alice","publicKeys":["` + aPub + `"],"roles":["admin"]}]`)
+	if _, err := signing.Watch(t.Context(), filepath.Join(t.TempDir(), "missing.json"), true, 0, nil); !errors.Is(err, signing.ErrInvalidPolicy) {
+		t.Fatalf("missing file at start: %v, want ErrInvalidPolicy", err)
+	}
+	w, err := signing.Watch(t.Context(), path, true, 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedBy := func(kp nkeys.KeyPair) *domain.Rejection {
+		h := nats.Header{}
+		if err := signing.Sign(kp, []byte("{}"), h); err != nil {
+			t.Fatal(err)
+		}
+		_, rej := w.Verify([]byte("{}"), h)
+		return rej
+	}
+	waitUntil := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never: %s", what)
+			}
+		}
+	}
+	if signedBy(a) != nil || signedBy(b) == nil {
+		t.Fatal("at start: a must be accepted, b refused")
+	}
+	write(`[{"name":"alice","publicKeys":["` + aPub + `","` + bPub + `"],"roles":["admin"]}]`)
+	waitUntil("b accepted after it was added", func() bool { return signedBy(b) == nil })
+	for _, bad := range []string{`[{"name":"alice","publicKeys":["` + bPub, `[{"name":"alice","publicKeys":["` + bPub + `"],"roles":["root"]}]`} {
+		write(bad)
+		time.Sleep(100 * time.Millisecond) // several checks
+		if signedBy(a) != nil || signedBy(b) != nil {
+			t.Fatalf("a bad edit (%.40s…) changed the keys in force", bad)
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if signedBy(a) != nil {
+		t.Fatal("a missing file changed the keys in force")
+	}
+	write(`[{"name":"alice","publicKey":"` + bPub + `","roles":["admin"]}]`)
+	waitUntil("a refused after it was removed", func() bool { return signedBy(a) != nil })
+	if signedBy(b) != nil {
+		t.Fatal("b refused after the rotation")
 	}
 }

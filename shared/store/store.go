@@ -16,6 +16,9 @@ import (
 // ErrConflict is returned by Put when the record changed since it was read.
 var ErrConflict = errors.New("record changed since it was read")
 
+// ErrInvalidKey is returned for a key the bucket cannot hold (no entity has it).
+var ErrInvalidKey = errors.New("not a valid entity key")
+
 // Store is the bucket of records.
 type Store struct {
 	js jetstream.JetStream
@@ -38,6 +41,9 @@ func (s *Store) Get(ctx context.Context, key string) (domain.Record, uint64, err
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return domain.Record{State: domain.StateNone}, 0, nil
 	}
+	if errors.Is(err, jetstream.ErrInvalidKey) {
+		return domain.Record{}, 0, fmt.Errorf("get %q: %w", key, ErrInvalidKey)
+	}
 	if err != nil {
 		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
 	}
@@ -48,26 +54,46 @@ func (s *Store) Get(ctx context.Context, key string) (domain.Record, uint64, err
 	return r, e.Revision(), nil
 }
 
-// Put writes the record if it is still at revision rev (0: if the key has no value) and returns
-// the new revision. A concurrent change gives ErrConflict: re-read and re-apply.
-func (s *Store) Put(ctx context.Context, key string, r domain.Record, rev uint64) (uint64, error) {
-	b, err := domain.EncodeRecord(r)
+// ErrStale is returned by Put for a record that would move the entity backwards: written for
+// a command stored before the one that wrote the record it replaces.
+var ErrStale = errors.New("record would move backwards in the commands stream")
+
+// Versioned is a record as read, with its revision (0: the key had no value).
+type Versioned struct {
+	Record domain.Record
+	Rev    uint64
+}
+
+// Put writes next in place of prev, if the key still holds prev (it is still at prev.Rev), and
+// returns the new revision. A concurrent change gives ErrConflict: re-read and re-apply. A
+// next that does not follow prev in the commands stream (domain.Record.Follows) is refused
+// with ErrStale before anything is written: with the revision check, the bucket never takes a
+// write for a command older than the one its record holds, whoever sends it and however late
+// it arrives.
+func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain.Record) (uint64, error) {
+	if prev.Rev != 0 && !next.Follows(prev.Record) {
+		return 0, fmt.Errorf("put %s: command seq %d after %d: %w", key, next.LastCommandSeq, prev.Record.LastCommandSeq, ErrStale)
+	}
+	b, err := domain.EncodeRecord(next)
 	if err != nil {
 		return 0, err
 	}
 	var newRev uint64
-	if rev == 0 {
+	if prev.Rev == 0 {
 		newRev, err = s.kv.Create(ctx, key, b)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
 		}
 	} else {
-		newRev, err = s.kv.Update(ctx, key, b, rev)
+		newRev, err = s.kv.Update(ctx, key, b, prev.Rev)
 		// On a replicated bucket a racing write comes back as 10164, which ErrKeyExists misses;
 		// ErrKeyRevisionMismatch matches both codes.
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
 		}
+	}
+	if errors.Is(err, jetstream.ErrInvalidKey) {
+		return 0, fmt.Errorf("put %q: %w", key, ErrInvalidKey)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("put %s: %w", key, err)

@@ -140,11 +140,12 @@ type Telemetry struct {
 	// push sends emissions (OTLP). It is not the periodic reader's exporter: an OTLP
 	// exporter holds a lock for a whole export including its retries, so sharing one would
 	// let a slow periodic export hold up an emission past its deadline.
-	push     sdkmetric.Exporter
-	snapshot *snapshot
-	promSrv  *http.Server
-	promAddr string
-	log      *slog.Logger
+	push        sdkmetric.Exporter
+	snapshot    *snapshot
+	promSrv     *http.Server
+	promAddr    string
+	promHandler http.Handler
+	log         *slog.Logger
 }
 
 // Setup builds the meter provider. Without an OTLP endpoint and without PrometheusListen,
@@ -308,9 +309,10 @@ func (t *Telemetry) startPrometheus(listen string) (sdkmetric.Reader, error) {
 		return nil, fmt.Errorf("telemetry: prometheus listen %s: %w", listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(PrometheusPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	t.promHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(t.log.Handler(), slog.LevelWarn),
-	}))
+	})
+	mux.Handle(PrometheusPath, t.promHandler)
 	t.promSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	t.promAddr = ln.Addr().String()
 	go func() {
@@ -373,6 +375,10 @@ func (t *Telemetry) FleetResource() *resource.Resource { return t.fleetRes }
 
 // PrometheusAddr is the address of the Prometheus page ("" when none is served).
 func (t *Telemetry) PrometheusAddr() string { return t.promAddr }
+
+// PrometheusHandler serves the Prometheus page (nil unless the mode is Prometheus), so that
+// another listener, such as a function's admin port, can serve it too.
+func (t *Telemetry) PrometheusHandler() http.Handler { return t.promHandler }
 
 // ForceFlush collects and exports the SDK instruments now.
 func (t *Telemetry) ForceFlush(ctx context.Context) error {

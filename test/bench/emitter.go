@@ -125,7 +125,8 @@ func exportOnce(ctx context.Context, tel *telemetry.Telemetry, batches []metricd
 	return nil
 }
 
-// prebuiltBatches are the status points of n entities, as the emitter sends them.
+// prebuiltBatches are the points of n entities, as the emitter sends them: the status points
+// and the time the entity entered its state (the records of the bench have no window).
 func prebuiltBatches(n, batchPoints int) []metricdata.ScopeMetrics {
 	now := time.Now()
 	states := make([]attribute.KeyValue, len(domain.States))
@@ -134,18 +135,23 @@ func prebuiltBatches(n, batchPoints int) []metricdata.ScopeMetrics {
 	}
 	var out []metricdata.ScopeMetrics
 	var dps []metricdata.DataPoint[int64]
+	var since []metricdata.DataPoint[float64]
 	flush := func() {
 		out = append(out, metricdata.ScopeMetrics{
-			Scope:   instrumentation.Scope{Name: emitter.ScopeName},
-			Metrics: []metricdata.Metrics{{Name: emitter.MetricStatus, Unit: "1", Data: metricdata.Gauge[int64]{DataPoints: dps}}},
+			Scope: instrumentation.Scope{Name: emitter.ScopeName},
+			Metrics: []metricdata.Metrics{
+				{Name: emitter.MetricStatus, Unit: "1", Data: metricdata.Gauge[int64]{DataPoints: dps}},
+				{Name: emitter.MetricStateStart, Unit: "s", Data: metricdata.Gauge[float64]{DataPoints: since}},
+			},
 		})
-		dps = nil
+		dps, since = nil, nil
 	}
 	for i := 0; i < n; i++ {
-		if len(dps)+len(states) > batchPoints {
+		if len(dps)+len(since)+len(states)+1 > batchPoints {
 			flush()
 		}
 		id := attribute.String(emitter.AttrResourceID, entityID(i))
+		since = append(since, metricdata.DataPoint[float64]{Attributes: attribute.NewSet(id), Time: now, Value: float64(now.UnixNano()) / 1e9})
 		for j, s := range states {
 			var v int64
 			if j == i%len(states) {

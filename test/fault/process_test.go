@@ -18,7 +18,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
 	"maintsignals/test/otlpreceiver"
@@ -100,7 +99,7 @@ func TestProcess_EmitterHolderKilled(t *testing.T) {
 	if _, err := awaitEmission(t, r, 0, 10*time.Second); err != nil {
 		t.Fatalf("no emission: %v", err)
 	}
-	cons, err := st.js.Consumer(context.Background(), domain.ScheduleStream, provision.EmitterConsumer)
+	cons, err := st.js.Consumer(context.Background(), domain.ScheduleStream, domain.EmitterConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}

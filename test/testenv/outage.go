@@ -6,12 +6,13 @@ import (
 	"sync/atomic"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // Records is the record store a command function reads and writes.
 type Records interface {
 	Get(ctx context.Context, key string) (domain.Record, uint64, error)
-	Put(ctx context.Context, key string, r domain.Record, rev uint64) (uint64, error)
+	Put(ctx context.Context, key string, prev store.Versioned, next domain.Record) (uint64, error)
 }
 
 // ErrInjected is the failure an Outage injects.

@@ -39,7 +39,20 @@ func Start(t testing.TB, opts ...Option) *Env {
 // StartIn is Start on a given store directory (to restart on the same store).
 func StartIn(t testing.TB, dir string, opts ...Option) *Env {
 	t.Helper()
-	s, err := embedded.Start(embedded.Config{Name: "test-0", StoreDir: dir})
+	return start(t, embedded.Config{Name: "test-0", StoreDir: dir}, opts...)
+}
+
+// StartListening is Start with the server also listening on a loopback port, for clients
+// that connect over TCP (Env.Server.URL()).
+func StartListening(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	return start(t, embedded.Config{Name: "test-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}, opts...)
+}
+
+func start(t testing.TB, cfg embedded.Config, opts ...Option) *Env {
+	t.Helper()
+	dir := cfg.StoreDir
+	s, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}

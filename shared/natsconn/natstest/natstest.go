@@ -4,9 +4,11 @@
 package natstest
 
 import (
+	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -149,4 +151,71 @@ func NewUser(t testing.TB) User {
 		t.Fatal(err)
 	}
 	return User{KeyPair: kp, Public: pub, SeedFile: p}
+}
+
+// RouteGreeting opens a connection to a NATS route (cluster) port at addr as a peer node would
+// and returns the first line the node sends, or the error that ends the connection instead. With
+// tc nil the peer speaks plaintext; otherwise it does a TLS handshake with tc first. A node that
+// accepts the peer sends its route INFO; one that refuses it closes the connection (with TLS
+// 1.3 a refused client certificate shows as an alert on the first read).
+func RouteGreeting(t testing.TB, addr string, tc *tls.Config) (string, error) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if tc == nil {
+		if _, err := conn.Write([]byte("CONNECT {}\r\nPING\r\n")); err != nil {
+			return "", err
+		}
+		return bufio.NewReader(conn).ReadString('\n')
+	}
+	tlsConn := tls.Client(conn, tc)
+	if err := tlsConn.Handshake(); err != nil {
+		return "", err
+	}
+	return bufio.NewReader(tlsConn).ReadString('\n')
+}
+
+// Presenting is a TLS client configuration that presents cert whatever authorities the server
+// asks for, and does not check the server (what is under test is the server's check).
+func Presenting(cert tls.Certificate) *tls.Config {
+	return &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // the server's check of the client is under test
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &cert, nil
+		},
+	}
+}
+
+// NoCertificate is a TLS client configuration without a certificate that does not check the
+// server.
+func NoCertificate() *tls.Config {
+	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the server's check of the client is under test
+}
+
+// PlaintextPing connects to a NATS client port at addr without TLS, as a plaintext client
+// would on the wire, reads the server's INFO line, sends CONNECT and PING in clear and returns
+// the INFO line and what came back (a server that serves plaintext answers PONG; one that
+// requires TLS does not).
+func PlaintextPing(t testing.TB, addr string) (info, reply string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	info, err = r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no INFO from %s: %v", addr, err)
+	}
+	if _, err := conn.Write([]byte("CONNECT {\"verbose\":false}\r\nPING\r\n")); err != nil {
+		return info, ""
+	}
+	reply, _ = r.ReadString('\n')
+	return info, reply
 }

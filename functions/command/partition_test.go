@@ -1,0 +1,155 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"maintsignals/functions/command"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
+	"maintsignals/shared/runtime"
+	"maintsignals/test/testenv"
+)
+
+// TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld: replica A holds a command when its link to
+// NATS goes down (without a reset, as a cable pulled); replica B gets the command after the ack
+// wait, applies it, and applies the entity's next command. When A's link comes back and A
+// carries on with the command it held, nothing changes: the entity has exactly one outcome per
+// command and its record is the one B wrote.
+//   - "lease": A's handler runs as the runtime gives it (its lease is gone);
+//   - "record": A's handler runs as if it still held the command (no lease at all): the
+//     record, written for a later command, makes the late copy a no-op.
+func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		noLease bool
+	}{{"lease", false}, {"record", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testenv.StartListening(t)
+			u, err := url.Parse(env.Server.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			link := testenv.StartLink(t, u.Host)
+			key := domain.MustKey(cluster)
+
+			held, gate := make(chan struct{}), make(chan struct{})
+			holding := make(chan error, 1)
+			var once sync.Once
+			startReplicaVia(t, link.URL(), func(next runtime.Handler) runtime.Handler {
+				return func(ctx context.Context, m runtime.Message) error {
+					if m.Header.Get(domain.HeaderMsgID) != "c-1" {
+						return next(ctx, m)
+					}
+					once.Do(func() { close(held) })
+					<-gate // stalled, whatever happens meanwhile
+					holding <- runtime.Holding(ctx)
+					if tc.noLease {
+						ctx = context.Background()
+					}
+					return next(ctx, m)
+				}
+			})
+			send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskPending})
+			waitFor(t, held, "replica A to hold c-1")
+
+			startReplicas(t, env, 1, command.Config{})
+			link.Cut()
+			if ev := eventsWithin(t, env.JS, key, 1, 40*time.Second)[0]; ev.CommandID != "c-1" || ev.Outcome != domain.OutcomeApplied {
+				t.Fatalf("first outcome %+v, want c-1 applied by the replica that took over", ev)
+			}
+			send(t, env.JS, domain.Command{ID: "c-2", ResourceID: cluster, Task: domain.TaskNone})
+			events(t, env.JS, key, 2)
+
+			link.Heal()
+			close(gate)
+			// A now carries on with c-1 (None -> Pending, if it were applied again).
+			time.Sleep(3 * time.Second)
+			if err := <-holding; !tc.noLease && !errors.Is(err, runtime.ErrLeaseLost) {
+				t.Errorf("replica A after the cut: Holding = %v, want ErrLeaseLost", err)
+			}
+			evs := readEvents(t, env.JS, domain.EventSubject(key))
+			if len(evs) != 2 || evs[0].CommandID != "c-1" || evs[1].CommandID != "c-2" || evs[1].Outcome != domain.OutcomeApplied {
+				t.Fatalf("outcomes %+v, want c-1 and c-2 applied once each", evs)
+			}
+			if rec, _ := record(t, env, key); rec.State != domain.StateNone || rec.LastCommandID != "c-2" {
+				t.Fatalf("record %+v, want None written by c-2", rec)
+			}
+		})
+	}
+}
+
+// startReplicaVia runs one replica connected to NATS at url (a Link) until the test ends.
+func startReplicaVia(t *testing.T, url string, wrap func(runtime.Handler) runtime.Handler) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: url, Name: "replica-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := command.Function(ctx, conn.JS, command.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Handler = wrap(rc.Handler)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := runtime.Run(ctx, conn.JS, rc); err != nil {
+			t.Errorf("replica A: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; conn.Close() })
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestHandle_ReconnectedReplicaKeepsEntityOrder: a replica whose connection drops while it
+// holds an entity's command gives the command up; when it is back, a newer command of the same
+// entity must wait until the given-up one has come back and run, not overtake it.
+func TestHandle_ReconnectedReplicaKeepsEntityOrder(t *testing.T) {
+	env := testenv.StartListening(t)
+	u, err := url.Parse(env.Server.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := testenv.StartLink(t, u.Host)
+	key := domain.MustKey(cluster)
+	held, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	startReplicaVia(t, link.URL(), func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, m runtime.Message) error {
+			if m.Header.Get(domain.HeaderMsgID) == "c-1" && m.Delivered == 1 {
+				once.Do(func() { close(held) })
+				<-gate
+			}
+			return next(ctx, m)
+		}
+	})
+	send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskPending})
+	waitFor(t, held, "the replica to hold c-1")
+	// Long enough for the client to give the connection up (pings), shorter than the pin's TTL.
+	link.Cut()
+	time.Sleep(3500 * time.Millisecond)
+	link.Heal()
+	// Back, and past a keep-alive round that gives c-1 up; c-2 comes while c-1 is away.
+	time.Sleep(1500 * time.Millisecond)
+	send(t, env.JS, domain.Command{ID: "c-2", ResourceID: cluster, Task: domain.TaskEverything})
+	close(gate)
+	evs := events(t, env.JS, key, 2)
+	if len(evs) != 2 || evs[0].CommandID != "c-1" || evs[1].CommandID != "c-2" ||
+		evs[0].Outcome != domain.OutcomeApplied || evs[1].Outcome != domain.OutcomeApplied || evs[1].From != domain.StatePending {
+		t.Fatalf("outcomes %+v, want c-1 then c-2 applied (Pending -> Planned)", evs)
+	}
+}

@@ -1,0 +1,130 @@
+package notices
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"maintsignals/shared/domain"
+)
+
+// Defaults (SPEC §6).
+var (
+	// DefaultRemind is the reminder ladder: two weeks, one week and one day ahead.
+	DefaultRemind = []time.Duration{336 * time.Hour, 168 * time.Hour, 24 * time.Hour}
+)
+
+// Defaults.
+const (
+	DefaultRunTimeout = 30 * time.Second
+	DefaultWorkers    = 16
+)
+
+// ErrInvalidConfig is wrapped by configuration errors.
+var ErrInvalidConfig = errors.New("invalid notices config")
+
+// Config configures the notices function. Zero fields take the defaults.
+type Config struct {
+	// Remind is the reminder ladder, lead times before a window's start. nil takes
+	// DefaultRemind; an empty, non-nil ladder sends no reminders. Order does not matter.
+	Remind []time.Duration
+	// StuckAfter is how long an update may run before a stuck notice (default
+	// domain.DefaultStuckAfter).
+	StuckAfter time.Duration
+	// Tick is the schedule's interval, if known; it bounds RunTimeout.
+	Tick time.Duration
+	// RunTimeout bounds one run (the scan and every publish). A run that does not finish
+	// leaves the rest to the next tick, which decides again from what is stored. Default: 30s,
+	// or three quarters of a shorter Tick.
+	RunTimeout time.Duration
+	// Workers is how many entities' notices are published at once (default 16).
+	Workers int
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	Meter  metric.Meter
+}
+
+// WithDefaults fills zero fields and validates the result. The ladder comes back sorted from
+// the longest lead to the shortest, without repeats.
+func (c Config) WithDefaults() (Config, error) {
+	switch {
+	case c.StuckAfter < 0:
+		return c, fmt.Errorf("%w: stuck limit must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
+	case c.Tick < 0, c.RunTimeout < 0, c.Workers < 0:
+		return c, fmt.Errorf("%w: tick, run timeout and workers must not be negative", ErrInvalidConfig)
+	}
+	if c.Remind == nil {
+		c.Remind = DefaultRemind
+	}
+	ladder := slices.Clone(c.Remind)
+	for _, l := range ladder {
+		if l < time.Second || l%time.Second != 0 {
+			return c, fmt.Errorf("%w: a reminder lead must be whole seconds, at least 1s, got %s", ErrInvalidConfig, l)
+		}
+	}
+	slices.SortFunc(ladder, func(a, b time.Duration) int { return int(b/time.Second - a/time.Second) })
+	c.Remind = slices.Compact(ladder)
+	if c.StuckAfter == 0 {
+		c.StuckAfter = domain.DefaultStuckAfter
+	}
+	if c.RunTimeout == 0 {
+		c.RunTimeout = DefaultRunTimeout
+		if c.Tick > 0 {
+			c.RunTimeout = min(DefaultRunTimeout, c.Tick*3/4)
+		}
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Meter == nil {
+		c.Meter = noop.NewMeterProvider().Meter(ScopeName)
+	}
+	return c, nil
+}
+
+// ParseLadder reads a comma-separated list of lead times ("336h,168h,24h"). An empty string is
+// an empty ladder: no reminders.
+func ParseLadder(s string) ([]time.Duration, error) {
+	out := []time.Duration{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reminder lead %q: %w", ErrInvalidConfig, f, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// FormatLadder is the inverse of ParseLadder.
+func FormatLadder(l []time.Duration) string {
+	parts := make([]string, len(l))
+	for i, d := range l {
+		switch {
+		case d%time.Hour == 0:
+			parts[i] = fmt.Sprintf("%dh", d/time.Hour)
+		case d%time.Minute == 0:
+			parts[i] = fmt.Sprintf("%dm", d/time.Minute)
+		default:
+			parts[i] = d.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,147 @@
+package notices
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"maintsignals/shared/domain"
+)
+
+// Each entity has at most one notice series going at a time: the announced window while it is
+// Pending with one, or the update while one is in progress (an update moves Pending to
+// Planned or Unplanned, so the two never overlap). Within a series the notices come in a
+// fixed order (reminders from the longest lead to the shortest, then due, then overdue), so
+// the last notice stored for the entity tells everything that was sent in its series: a
+// notice is due when it is the current stage of the series and comes after that last one.
+
+// Sent is what a stored notice says about its series: which series, and how far it got.
+type Sent struct {
+	Series string
+	Kind   domain.NoticeKind
+	Lead   int64 // seconds, reminders only
+}
+
+// SentOf reads a stored notice's id; ok is false for an id that is not a notice id.
+func SentOf(noticeID string) (Sent, bool) {
+	_, kind, series, lead, err := domain.ParseNoticeID(noticeID)
+	if err != nil {
+		return Sent{}, false
+	}
+	return Sent{Series: series, Kind: kind, Lead: lead}, true
+}
+
+// rank orders the kinds within a series.
+func rank(k domain.NoticeKind) int {
+	switch k {
+	case domain.NoticeReminder:
+		return 0
+	case domain.NoticeDue:
+		return 1
+	case domain.NoticeOverdue:
+		return 2
+	default: // stuck: alone in its series
+		return 3
+	}
+}
+
+// after reports whether a is a later stage of a series than b.
+func after(a, b Sent) bool {
+	if rank(a.Kind) != rank(b.Kind) {
+		return rank(a.Kind) > rank(b.Kind)
+	}
+	// Reminders: a shorter lead comes later.
+	return a.Kind == domain.NoticeReminder && a.Lead < b.Lead
+}
+
+// WindowSeries names the series of an announced window: its start and end, and when the
+// entity became Pending. A later Pending that keeps the window (a new reason) stays in the
+// series; one with another window, or the same window announced again after the entity left
+// Pending, starts a new one.
+func WindowSeries(r domain.Record) string {
+	return "w" + digest(r.Window.Start.UTC().Format(time.RFC3339Nano), r.Window.End.UTC().Format(time.RFC3339Nano), r.StateSince.UTC().Format(time.RFC3339Nano))
+}
+
+// UpdateSeries names the series of the update in progress: the command that started it (its
+// sequence in the commands stream) and when it was applied.
+func UpdateSeries(r domain.Record) string {
+	return "u" + digest(strconv.FormatUint(r.LastCommandSeq, 10), r.UpdatedAt.UTC().Format(time.RFC3339Nano))
+}
+
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// Stage is the notice that the record calls for at now, whether or not it was sent already:
+// the latest stage its series has reached. ok is false when nothing applies. Only the latest
+// stage is ever sent: a window announced late, or a function that did not run for a while,
+// skips the stages that are already stale instead of sending a burst of them.
+//
+// ladder must be sorted from the longest lead to the shortest (Config.WithDefaults does).
+func Stage(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration) (domain.Notice, bool) {
+	n := domain.Notice{ResourceID: r.ResourceID, State: r.State, Window: r.Window, StateSince: r.StateSince, At: now}
+	switch {
+	case r.Updating:
+		if !r.Stuck(now, stuckAfter) {
+			return domain.Notice{}, false
+		}
+		n.Kind = domain.NoticeStuck
+	case r.State == domain.StatePending && r.Window != nil:
+		switch {
+		case !now.Before(r.Window.End):
+			n.Kind = domain.NoticeOverdue
+		case !now.Before(r.Window.Start):
+			n.Kind = domain.NoticeDue
+		default:
+			// The shortest lead whose time has come: window.start − L ≤ now.
+			var lead time.Duration
+			for _, l := range ladder {
+				if !now.Before(r.Window.Start.Add(-l)) {
+					lead = l
+				}
+			}
+			if lead == 0 {
+				return domain.Notice{}, false
+			}
+			n.Kind, n.Lead = domain.NoticeReminder, int64(lead/time.Second)
+		}
+	default:
+		return domain.Notice{}, false
+	}
+	// The series is named only once a stage applies: most records on most ticks have none.
+	var series string
+	if n.Kind == domain.NoticeStuck {
+		series = UpdateSeries(r)
+	} else {
+		series = WindowSeries(r)
+	}
+	n.NoticeID = domain.NoticeID(key, n.Kind, series, time.Duration(n.Lead)*time.Second)
+	return n, true
+}
+
+// Decide returns the notice to publish for the record at now, given the last notice stored
+// for the entity (nil when there is none): the record's current stage, unless the last notice
+// is of the same series and at that stage or later.
+func Decide(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration, last *Sent) (domain.Notice, bool) {
+	n, ok := Stage(key, r, now, ladder, stuckAfter)
+	if !ok {
+		return domain.Notice{}, false
+	}
+	if last != nil && covers(*last, n) {
+		return domain.Notice{}, false
+	}
+	return n, true
+}
+
+// covers reports whether last, the last notice stored for the entity, is n's stage or later
+// in n's series.
+func covers(last Sent, n domain.Notice) bool {
+	s, _ := SentOf(n.NoticeID)
+	return last.Series == s.Series && !after(s, last)
+}

@@ -1,0 +1,10 @@
+package notices
+
+import "maintsignals/shared/domain"
+
+// SetHooks makes the replica call before just before it publishes a notice and after just
+// after the stream stored it; an error from either ends that entity's delivery there, as a
+// crash would.
+func (n *Notifier) SetHooks(before, after func(domain.Notice) error) {
+	n.hooks = hooks{beforePublish: before, afterPublish: after}
+}

@@ -1,0 +1,152 @@
+package notices_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/functions/notices"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
+	"maintsignals/test/testenv"
+)
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(discard{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func startNATS(t testing.TB) *testenv.Env {
+	t.Helper()
+	return testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Tick = time.Second }))
+}
+
+// clock is a settable clock shared by replicas.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// ladder is the short ladder of the tests: 60 s and 30 s ahead.
+var ladder = []time.Duration{60 * time.Second, 30 * time.Second}
+
+func newNotifier(t testing.TB, js jetstream.JetStream, clk *clock) *notices.Notifier {
+	t.Helper()
+	n, err := notices.New(ctxT(t, 5*time.Second), js, notices.Config{
+		Remind: ladder, StuckAfter: time.Minute, Now: clk.Now, Logger: quietLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// run is one tick's run of replica n, which must succeed.
+func run(t testing.TB, n *notices.Notifier) notices.Result {
+	t.Helper()
+	res, err := n.RunOnce(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+// put writes rec as the entity's record, whatever its revision.
+func put(t testing.TB, js jetstream.JetStream, rec domain.Record) {
+	t.Helper()
+	ctx := ctxT(t, 5*time.Second)
+	st, err := store.Open(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := domain.MustKey(rec.ResourceID)
+	prev, rev, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Version = domain.RecordVersion
+	if rec.UpdatedAt.IsZero() {
+		rec.UpdatedAt = rec.StateSince
+	}
+	// As if a later command wrote it: the store refuses a record that moves backwards.
+	if rec.LastCommandSeq <= prev.LastCommandSeq {
+		rec.LastCommandSeq = prev.LastCommandSeq + 1
+	}
+	if _, err := st.Put(ctx, key, store.Versioned{Record: prev, Rev: rev}, rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stored lists every notice in MAINT_NOTICES, oldest first, as "kind/lead" for the entity id
+// (all entities when id is "").
+func stored(t testing.TB, js jetstream.JetStream, id string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range storedNotices(t, js) {
+		if id == "" || n.ResourceID == id {
+			out = append(out, fmt.Sprintf("%s/%d", n.Kind, n.Lead))
+		}
+	}
+	return out
+}
+
+func storedNotices(t testing.TB, js jetstream.JetStream) []domain.Notice {
+	t.Helper()
+	var out []domain.Notice
+	testenv.ReadStream(t, js, domain.NoticesStream, func(m jetstream.Msg) {
+		n, err := domain.DecodeNotice(m.Data())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Headers().Get(domain.HeaderMsgID); got != n.NoticeID {
+			t.Errorf("notice %s stored with Nats-Msg-Id %q", n.NoticeID, got)
+		}
+		if want := domain.NoticeSubject(domain.MustKey(n.ResourceID)); m.Subject() != want {
+			t.Errorf("notice %s on %s, want %s", n.NoticeID, m.Subject(), want)
+		}
+		out = append(out, n)
+	})
+	return out
+}
+
+// checkOnce fails when a notice id is stored twice.
+func checkOnce(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, n := range storedNotices(t, js) {
+		if seen[n.NoticeID] {
+			t.Errorf("notice %s stored twice", n.NoticeID)
+		}
+		seen[n.NoticeID] = true
+	}
+}
+
+func equal(got []string, want ...string) bool {
+	return strings.Join(got, " ") == strings.Join(want, " ")
+}
+
+var errCrash = errors.New("replica killed")
+
+func clusterID(i int) string {
+	return fmt.Sprintf("/subscriptions/s1/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c%d", i)
+}

@@ -1,0 +1,252 @@
+package alerts_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/otlptranslator"
+
+	"maintsignals/functions/command"
+	"maintsignals/functions/emitter"
+	"maintsignals/infra/alerts"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
+	"maintsignals/shared/telemetry"
+	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
+)
+
+// TestRules_Promtool checks the rules and runs their unit tests with the real promtool
+// (Debian's prometheus package; .ci/run installs it).
+func TestRules_Promtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH: install Debian's prometheus package (apt-get install prometheus) to run the alerting rules' unit tests")
+	}
+	for _, args := range [][]string{{"check", "rules", "rules.yml"}, {"test", "rules", "rules_test.yml"}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+var (
+	// metricRE finds our metric names in the rules' expressions.
+	metricRE = regexp.MustCompile(`\bcluster_maintenance_[a-z_]+\b`)
+	// matcherRE finds label matchers: metric{label="value", ...}.
+	matcherRE = regexp.MustCompile(`(cluster_maintenance_[a-z_]+)\{([^}]*)\}`)
+	labelRE   = regexp.MustCompile(`([a-z_]+)\s*=~?`)
+	onRE      = regexp.MustCompile(`on \(([^)]*)\)`)
+)
+
+// ruleNames returns the metric names the rules use, and per metric the label names they
+// match on.
+func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, joins []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	labels = map[string][]string{}
+	rules := string(alerts.Rules)
+	for _, ix := range metricRE.FindAllStringIndex(rules, -1) {
+		m := rules[ix[0]:ix[1]]
+		// A label name is followed by its matcher's operator.
+		if rest := strings.TrimLeft(rules[ix[1]:], " "); strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "!") {
+			continue
+		}
+		if !seen[m] {
+			seen[m] = true
+			metrics = append(metrics, m)
+		}
+	}
+	for _, m := range matcherRE.FindAllStringSubmatch(string(alerts.Rules), -1) {
+		for _, l := range labelRE.FindAllStringSubmatch(m[2], -1) {
+			labels[m[1]] = append(labels[m[1]], l[1])
+		}
+	}
+	for _, m := range onRE.FindAllStringSubmatch(string(alerts.Rules), -1) {
+		joins = append(joins, strings.TrimSpace(m[1]))
+	}
+	sort.Strings(metrics)
+	if len(metrics) < 6 {
+		t.Fatalf("found only %v in the rules", metrics)
+	}
+	return metrics, labels, joins
+}
+
+// exercise makes every function metric that the rules use appear on tel: records with a
+// window (one past its end) and an update running past the stuck limit, one emitter run, and
+// one command handled by the command function.
+func exercise(t *testing.T, tel *telemetry.Telemetry) {
+	t.Helper()
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Tick = time.Second }))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, env.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, r := range []domain.Record{
+		{ResourceID: "/c/pending", State: domain.StatePending, Window: &domain.Window{Start: now.Add(time.Hour), End: now.Add(2 * time.Hour)}, StateSince: now},
+		{ResourceID: "/c/overdue", State: domain.StatePending, Window: &domain.Window{Start: now.Add(-2 * time.Hour), End: now.Add(-time.Hour)}, StateSince: now},
+		{ResourceID: "/c/stuck", State: domain.StateUnplanned, Updating: true, Task: domain.TaskEverything, StateSince: now.Add(-7 * time.Hour), UpdatedAt: now.Add(-7 * time.Hour)},
+	} {
+		r.Version = domain.RecordVersion
+		if _, err := st.Put(ctx, domain.MustKey(r.ResourceID), store.Versioned{}, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := emitter.New(ctx, env.JS, tel, emitter.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	if _, err := e.Emit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	fctx, fcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- command.Run(fctx, env.JS, command.Config{Log: quiet, Meter: tel.Meter("maintsignals/functions/command")})
+	}()
+	defer func() { fcancel(); <-done }()
+	if _, err := env.JS.PublishMsg(ctx, testenv.CommandMsg(domain.Command{ID: "n-1", ResourceID: "/c/new", Task: domain.TaskPending})); err != nil {
+		t.Fatal(err)
+	}
+	for len(testenv.Events(t, env.JS, domain.EventSubject(domain.MustKey("/c/new")))) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the command got no outcome")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var sampleRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
+
+// TestRules_NamesAreWhatPrometheusStores_Scrape runs the functions against the Prometheus
+// page that `maintctl up` serves and checks that every metric and label the rules use is on
+// it, under the exact name a scraping Prometheus stores.
+func TestRules_NamesAreWhatPrometheusStores_Scrape(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "")
+	t.Setenv("OTEL_METRICS_EXPORTER", "")
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{PrometheusListen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	exercise(t, tel)
+
+	resp, err := http.Get("http://" + tel.PrometheusAddr() + telemetry.PrometheusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	labelsOf := map[string]map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(page))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := sampleRE.FindStringSubmatch(sc.Text())
+		if m == nil || strings.HasPrefix(sc.Text(), "#") {
+			continue
+		}
+		if labelsOf[m[1]] == nil {
+			labelsOf[m[1]] = map[string]bool{}
+		}
+		for _, l := range regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`).FindAllStringSubmatch(m[2], -1) {
+			labelsOf[m[1]][l[1]] = true
+		}
+	}
+	metrics, labels, joins := ruleNames(t)
+	for _, m := range metrics {
+		if labelsOf[m] == nil {
+			t.Errorf("the rules use %s, which the Prometheus page does not show", m)
+		}
+	}
+	for m, ls := range labels {
+		for _, l := range ls {
+			if labelsOf[m] != nil && !labelsOf[m][l] {
+				t.Errorf("the rules match %s on label %s, which it does not carry on the page", m, l)
+			}
+		}
+	}
+	for _, j := range joins {
+		for _, m := range []string{"cluster_maintenance_status_ratio", "cluster_maintenance_window_start_time_seconds", "cluster_maintenance_window_end_time_seconds"} {
+			if !labelsOf[m][j] {
+				t.Errorf("the rules join on %s, which %s does not carry", j, m)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("page:\n%s", page)
+	}
+}
+
+// TestRules_NamesAreWhatPrometheusStores_OTLP sends the functions' metrics over OTLP and
+// names each one as a Prometheus receiving OTLP does (its translator, with unit and type
+// suffixes, the default of Prometheus' OTLP receiver): every metric the rules use must be
+// among them.
+func TestRules_NamesAreWhatPrometheusStores_OTLP(t *testing.T) {
+	r := otlpreceiver.Start(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
+		Endpoint: r.Endpoint(otlpreceiver.GRPC), Protocol: otlpreceiver.GRPC, Interval: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	exercise(t, tel)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tel.ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	namer := otlptranslator.NewMetricNamer("", otlptranslator.UnderscoreEscapingWithSuffixes)
+	for _, p := range r.Points() {
+		typ := otlptranslator.MetricType(otlptranslator.MetricTypeGauge)
+		switch {
+		case p.Type == otlpreceiver.Sum && p.Monotonic:
+			typ = otlptranslator.MetricTypeMonotonicCounter
+		case p.Type == otlpreceiver.Sum:
+			typ = otlptranslator.MetricTypeNonMonotonicCounter
+		case p.Type == otlpreceiver.Histogram:
+			typ = otlptranslator.MetricTypeHistogram
+		}
+		name, err := namer.Build(otlptranslator.Metric{Name: p.Metric, Unit: p.Unit, Type: typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored[name] = true
+	}
+	metrics, _, _ := ruleNames(t)
+	for _, m := range metrics {
+		if !stored[m] {
+			t.Errorf("the rules use %s; over OTLP Prometheus stores only %v", m, keys(stored))
+		}
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

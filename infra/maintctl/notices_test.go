@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"maintsignals/shared/domain"
+	"maintsignals/test/testenv"
+)
+
+// TestNotices_FunctionListAndWatch runs `maintctl function notices` on a 1 s tick with a
+// ladder of seconds, announces a window a few seconds ahead, and follows its notices with
+// `maintctl watch` and `maintctl notices` (table and JSON).
+func TestNotices_FunctionListAndWatch(t *testing.T) {
+	s := startStack(t, stackOpts{})
+	c := newCLI(t, s)
+	c.ok("provision", "--tick", "1s", "--partitions", "2")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fnDone := make(chan error, 1)
+	var fnErr testenv.SyncBuffer
+	go func() {
+		fnDone <- run(ctx, []string{"function", "notices", "--remind", "10s", "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
+	}()
+	waitFor(t, "the notices function to start", 10*time.Second, func() bool { return strings.Contains(fnErr.String(), "function started") })
+
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	var wOut, wErr testenv.SyncBuffer
+	wDone := make(chan error, 1)
+	go func() { wDone <- run(wctx, []string{"watch", "-o", "json", testID}, c.getenv, &wOut, &wErr) }()
+	waitFor(t, "watch to start", 10*time.Second, func() bool { return strings.Contains(wErr.String(), "watching outcome events and notices") })
+
+	c.ok("pending", "--reason", "PUCM", "--window-start", "+3s", "--window-end", "+5s", testID)
+	waitFor(t, "three notices", 20*time.Second, func() bool {
+		return len(decodeJSON[[]domain.Notice](t, c.ok("notices", "-o", "json", testID))) >= 3
+	})
+	ns := decodeJSON[[]domain.Notice](t, c.ok("notices", "-o", "json", testID))
+	var kinds []string
+	for _, n := range ns {
+		kinds = append(kinds, string(n.Kind))
+	}
+	if got := strings.Join(kinds, " "); got != "reminder due overdue" {
+		t.Fatalf("notices %s, want reminder due overdue", got)
+	}
+	if ns[0].Lead != 10 || ns[0].ResourceID != testID || ns[0].Window == nil || ns[0].State != domain.StatePending {
+		t.Errorf("reminder %+v", ns[0])
+	}
+	mustContain(t, "notices table", c.ok("notices"), "KIND", "reminder", "10s", "due", "overdue", testID)
+	mustContain(t, "notices of another entity", c.ok("notices", "/w/nothing-here"), "no notice was sent")
+
+	waitFor(t, "watch to show the notices", 10*time.Second, func() bool { return strings.Count(wOut.String(), `"notice"`) >= 3 })
+	wcancel()
+	if err := <-wDone; err != nil {
+		t.Errorf("watch: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(wOut.String()), "\n")
+	// The applied outcome, then the notices.
+	if ev := decodeJSON[domain.Event](t, lines[0]); ev.Outcome != domain.OutcomeApplied {
+		t.Errorf("watch line 1: %s", lines[0])
+	}
+	if n := decodeJSON[map[string]domain.Notice](t, lines[1])["notice"]; n.Kind != domain.NoticeReminder {
+		t.Errorf("watch line 2: %s", lines[1])
+	}
+	cancel()
+	if err := <-fnDone; err != nil {
+		t.Fatalf("function notices: %v\n%s", err, fnErr.String())
+	}
+}
+
+// TestMinNotice_RefusesShortNoticeUnlessForced runs `maintctl function command --min-notice
+// 24h`: an announcement with less notice is refused on window.start, the history says why, and
+// a forced one goes through.
+func TestMinNotice_RefusesShortNoticeUnlessForced(t *testing.T) {
+	s := startStack(t, stackOpts{noFunction: true})
+	c := newCLI(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"function", "command", "--min-notice", "24h"}, c.getenv, &testenv.SyncBuffer{}, &testenv.SyncBuffer{})
+	}()
+	r := c.run("pending", "--timeout", "15s", "--window-start", "+2h", "--window-end", "+4h", testID)
+	if r.code() != exitRejected {
+		t.Fatalf("short notice: exit %d (%v), want %d", r.code(), r.err, exitRejected)
+	}
+	mustContain(t, "short notice", r.stderr+r.err.Error(), "InvalidParameter", "window.start", "minimum notice")
+	mustContain(t, "history", c.ok("history", testID), "rejected", "window.start", "minimum notice of 24h0m0s")
+
+	c.ok("pending", "--window-start", "+48h", "--window-end", "+50h", testID)
+	out := c.ok("pending", "--force", "--window-start", "+1h", "--window-end", "+2h", testID)
+	mustContain(t, "forced short notice", out, "applied")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,498 @@
+// Package rolestest is the proof that the NATS users of infra/nats allow what each role needs
+// and deny the rest, with real connections to a real server or cluster: every allowed action of
+// each role works with no permission violation, and every denied one fails at once. The
+// one-node test (infra/nats) and the secured `maintctl up --nodes 3` test (infra/maintctl) run
+// the same table.
+package rolestest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/functions/command"
+	"maintsignals/functions/emitter"
+	"maintsignals/functions/notices"
+	natsconf "maintsignals/infra/nats"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/client"
+	"maintsignals/shared/dlq"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
+	"maintsignals/shared/natsconn/natstest"
+	"maintsignals/shared/runtime"
+	"maintsignals/shared/telemetry"
+)
+
+// ResourceID is the entity the table changes.
+const ResourceID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
+
+// fast is "at once": a denied call must fail in one round trip, far from any timeout.
+const fast = 2 * time.Second
+
+// LogBuffer collects a connection's log, to check that the allowed paths hit no violation.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Party is one user of the deployment, connected (Conn), named as in natsconf.DefaultUsers.
+// Log receives the connection's log (natsconn.Options.Logger), to check that the allowed
+// paths hit no permission violation.
+type Party struct {
+	Name string
+	Role natsconf.Role
+	*natsconn.Conn
+	Log *LogBuffer
+}
+
+// Options say what the stack under test runs.
+type Options struct {
+	// Provision is the configuration the operator provisions with; on a stack already
+	// provisioned, the one it was provisioned with (a second run must change nothing).
+	Provision provision.Config
+	// RunFunctions runs the command, emitter and notices functions as the parties "command"
+	// and "emitter" (notices under the function role too); false when the stack runs its own
+	// (maintctl up).
+	RunFunctions bool
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// NewUsers gives the users of natsconf.DefaultUsers fresh keys: the users (public keys) for
+// the server, and each one's seed file by name.
+func NewUsers(t testing.TB) (users []natsconf.User, seeds map[string]string) {
+	t.Helper()
+	seeds = map[string]string{}
+	for _, u := range natsconf.DefaultUsers() {
+		nu := natstest.NewUser(t)
+		users = append(users, natsconf.User{Name: u.Name, Role: u.Role, Nkey: nu.Public})
+		seeds[u.Name] = nu.SeedFile
+	}
+	return users, seeds
+}
+
+// Connect connects every user as a party, with base (the servers, TLS files, in-process
+// option) plus the user's seed file and its role's inbox prefix; the connections close when
+// the test ends.
+func Connect(t testing.TB, users []natsconf.User, seeds map[string]string, base natsconn.Options) map[string]*Party {
+	t.Helper()
+	parties := map[string]*Party{}
+	for _, u := range users {
+		p := &Party{Name: u.Name, Role: u.Role, Log: &LogBuffer{}}
+		o := base
+		o.Name, o.NkeyFile, o.InboxPrefix = u.Name, seeds[u.Name], u.Role.InboxPrefix()
+		o.Logger = slog.New(slog.NewTextHandler(p.Log, nil))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		conn, err := natsconn.Connect(ctx, o)
+		cancel()
+		if err != nil {
+			t.Fatalf("connect %s: %v", u.Name, err)
+		}
+		p.Conn = conn
+		t.Cleanup(p.Close)
+		parties[u.Name] = p
+	}
+	return parties
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newClient(t *testing.T, p *Party) *client.Client {
+	t.Helper()
+	c, err := client.New(p.NC, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func cmd(id string, task domain.Task) domain.Command {
+	return domain.Command{ID: id, ResourceID: ResourceID, Task: task, Actor: "test"}
+}
+
+// Check runs the table against parties, the users of natsconf.DefaultUsers connected to the
+// stack: each role's allowed actions, then the denied ones (each tried by every role that must
+// not do it), then that the denied ones changed nothing.
+func Check(t *testing.T, p map[string]*Party, o Options) {
+	t.Helper()
+	op, admin, updater, reader := p["operator"], p["admin"], p["updater"], p["reader"]
+	key := domain.MustKey(ResourceID)
+	pcfg := o.Provision
+
+	t.Run("the operator provisions, idempotently", func(t *testing.T) {
+		if _, err := provision.Run(ctxT(t, 30*time.Second), op.JS, pcfg); err != nil {
+			t.Fatalf("provision: %v", err)
+		}
+		rep, err := provision.Run(ctxT(t, 30*time.Second), op.JS, pcfg)
+		if err != nil || rep.Changed() {
+			t.Fatalf("provision again: changed %v, %v", rep.Changed(), err)
+		}
+	})
+
+	// The command, emitter and notices functions run as their users until the end of the test,
+	// unless the stack runs its own.
+	if o.RunFunctions {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		errs := make(chan error, 3)
+		tel, err := telemetry.Setup(ctx, telemetry.Config{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(3)
+		go func() { defer wg.Done(); errs <- command.Run(ctx, p["command"].JS, command.Config{Log: quiet}) }()
+		go func() {
+			defer wg.Done()
+			// A ladder of 2 h: a window announced 1 h ahead gets its reminder at the next tick.
+			errs <- notices.Run(ctx, p["emitter"].JS, notices.Config{Remind: []time.Duration{2 * time.Hour}, Tick: time.Second, Logger: quiet})
+		}()
+		go func() {
+			defer wg.Done()
+			errs <- emitter.Run(ctx, p["emitter"].JS, tel, emitter.Config{Tick: time.Second, Logger: quiet})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("function: %v", err)
+				}
+			}
+			_ = tel.Shutdown(context.Background())
+		})
+	}
+
+	t.Run("the admin sends a command and reads the record and the events", func(t *testing.T) {
+		c := newClient(t, admin)
+		ctx := ctxT(t, 20*time.Second)
+		w, err := c.Watch(ctx, client.WatchOptions{ResourceID: ResourceID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		res, err := c.Send(ctx, cmd("c-1", domain.TaskPending))
+		if err != nil || res.Event.Outcome != domain.OutcomeApplied || res.Entity.Record.State != domain.StatePending {
+			t.Fatalf("send: %+v, %v", res, err)
+		}
+		if ev, err := w.Next(ctx); err != nil || ev.CommandID != "c-1" {
+			t.Errorf("watch: %+v, %v", ev, err)
+		}
+		if evs, err := c.History(ctx, ResourceID); err != nil || len(evs) != 1 {
+			t.Errorf("history: %d events, %v", len(evs), err)
+		}
+		if letters, err := dlq.List(ctx, admin.JS); err != nil || len(letters) != 0 {
+			t.Errorf("dead letters: %v, %v", letters, err)
+		}
+	})
+
+	t.Run("the updater reports the outcome of an update", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		if _, err := newClient(t, admin).Send(ctx, cmd("c-2", domain.TaskEverything)); err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		res, err := newClient(t, updater).Send(ctx, cmd("c-3", domain.TaskUpdateSucceeded))
+		if err != nil || res.Entity.Record.State != domain.StateNone || res.Entity.Record.Updating {
+			t.Fatalf("succeeded: %+v, %v", res, err)
+		}
+	})
+
+	t.Run("the reader reads the record and the events", func(t *testing.T) {
+		c := newClient(t, reader)
+		ctx := ctxT(t, 10*time.Second)
+		if e, err := c.Get(ctx, ResourceID); err != nil || e.Record.LastCommandID != "c-3" {
+			t.Errorf("get: %+v, %v", e, err)
+		}
+		if evs, err := c.History(ctx, ResourceID); err != nil || len(evs) != 3 {
+			t.Errorf("history: %d events, %v", len(evs), err)
+		}
+		n := 0
+		if err := c.Scan(ctx, func(client.Entity, error) error { n++; return nil }); err != nil || n != 1 {
+			t.Errorf("scan: %d records, %v", n, err)
+		}
+	})
+
+	t.Run("a function dead-letters a command and the admin replays it", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		body, err := cmd("d-1", domain.TaskCustomerActionNeeded).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := nats.NewMsg(domain.DLQSubject(key))
+		m.Data = body
+		m.Header.Set(runtime.HeaderDLQReason, "test")
+		if ack, err := p["command"].PublishMsg(ctx, m); err != nil || ack.Stream != domain.DLQStream {
+			t.Fatalf("dead letter: %+v, %v", ack, err)
+		}
+		letters, err := dlq.List(ctx, admin.JS)
+		if err != nil || len(letters) != 1 || letters[0].CommandID != "d-1" {
+			t.Fatalf("dead letters: %+v, %v", letters, err)
+		}
+		w, err := newClient(t, admin).Watch(ctx, client.WatchOptions{ResourceID: ResourceID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, err := dlq.Replay(ctx, admin.JS, letters[0].Seq); err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		if ev, err := w.Next(ctx); err != nil || ev.CommandID != "d-1" || ev.Outcome != domain.OutcomeApplied {
+			t.Fatalf("outcome of the replayed command: %+v, %v", ev, err)
+		}
+		if letters, err := dlq.List(ctx, admin.JS); err != nil || len(letters) != 0 {
+			t.Errorf("dead letters after the replay: %+v, %v", letters, err)
+		}
+	})
+
+	t.Run("the functions acknowledge what they handle", func(t *testing.T) {
+		ctx := ctxT(t, 15*time.Second)
+		var delivered uint64
+		for i := 0; i < provision.DefaultConfig().Partitions; i++ {
+			ci := consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(i))
+			if ci.NumAckPending != 0 || ci.AckFloor.Stream != ci.Delivered.Stream {
+				t.Errorf("%s: %d pending acks, ack floor %d, delivered %d", ci.Name, ci.NumAckPending, ci.AckFloor.Stream, ci.Delivered.Stream)
+			}
+			delivered += ci.Delivered.Consumer
+		}
+		if delivered != 4 {
+			t.Errorf("%d commands delivered, want 4", delivered)
+		}
+		for consumerInfo(t, op, domain.ScheduleStream, domain.EmitterConsumer).AckFloor.Consumer == 0 {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the emitter acknowledged no tick")
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+
+	t.Run("the notices function publishes a reminder that the admin watches and the reader lists", func(t *testing.T) {
+		ctx := ctxT(t, 20*time.Second)
+		id := ResourceID + "-notices"
+		w, err := newClient(t, admin).WatchNotices(ctx, client.WatchOptions{ResourceID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		c := cmd("n-1", domain.TaskPending)
+		c.ResourceID = id
+		c.Window = &domain.Window{Start: time.Now().Add(time.Hour).Truncate(time.Second), End: time.Now().Add(2 * time.Hour).Truncate(time.Second)}
+		if _, err := newClient(t, admin).Send(ctx, c); err != nil {
+			t.Fatalf("pending: %v", err)
+		}
+		// Lead 2 h here, 24 h under maintctl up's default ladder: the nearest rung due.
+		if n, err := w.Next(ctx); err != nil || n.Kind != domain.NoticeReminder {
+			t.Fatalf("watched notice: %+v, %v", n, err)
+		}
+		if ns, err := newClient(t, reader).Notices(ctx, id); err != nil || len(ns) != 1 {
+			t.Errorf("notices: %+v, %v", ns, err)
+		}
+	})
+
+	t.Run("the allowed paths hit no permission violation", func(t *testing.T) {
+		for _, pt := range p {
+			if strings.Contains(pt.Log.String(), "permission violation") {
+				t.Errorf("%s:\n%s", pt.Name, pt.Log)
+			}
+		}
+	})
+
+	// Denied actions, each tried by the roles that must not do it.
+	events := streamConfig(t, op, domain.EventsStream)
+	events.MaxAge = time.Hour
+	kvCfg := streamConfig(t, op, "KV_"+domain.Bucket)
+	kvCfg.MaxMsgsPerSubject = 100
+	publish := func(subject string) func(context.Context, *Party) error {
+		return func(ctx context.Context, pt *Party) error {
+			_, err := pt.Publish(ctx, subject, []byte(`{}`))
+			return err
+		}
+	}
+	request := func(subject string) func(context.Context, *Party) error {
+		return func(ctx context.Context, pt *Party) error {
+			return pt.Guard(ctx, subject, func(ctx context.Context) error {
+				_, err := pt.NC.RequestWithContext(ctx, subject, []byte(`{"seq":1}`))
+				return err
+			})
+		}
+	}
+	jsAPI := func(fn func(context.Context, jetstream.JetStream) error) func(context.Context, *Party) error {
+		return func(ctx context.Context, pt *Party) error {
+			return pt.Guard(ctx, "$JS.API.>", func(ctx context.Context) error { return fn(ctx, pt.JS) })
+		}
+	}
+	notOperator := []string{"admin", "updater", "command", "emitter", "reader"}
+	denied := []struct {
+		action string
+		by     []string
+		do     func(context.Context, *Party) error
+	}{
+		{"publish a command", []string{"command", "emitter", "reader"}, publish(domain.CommandSubject(key))},
+		{"publish an outcome event", []string{"admin", "updater", "reader"}, publish(domain.EventSubject(key))},
+		{"publish a dead letter", []string{"admin", "updater", "reader"}, publish(domain.DLQSubject(key))},
+		{"publish a notice", []string{"admin", "updater", "reader"}, publish(domain.NoticeSubject(key))},
+		{"delete a notice", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.NoticesStream)},
+		{"write a record", []string{"admin", "updater", "reader"}, func(ctx context.Context, pt *Party) error {
+			return pt.Guard(ctx, natsconf.KVSubjects, func(ctx context.Context) error {
+				kv, err := pt.JS.KeyValue(ctx, domain.Bucket)
+				if err != nil {
+					return err
+				}
+				_, err = kv.Put(ctx, key, []byte(`{"state":"None"}`))
+				return err
+			})
+		}},
+		{"read dead letters", []string{"updater", "command", "emitter", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := dlq.List(ctx, js)
+			return err
+		})},
+		{"read the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.OrderedConsumer(ctx, domain.CommandsStream, jetstream.OrderedConsumerConfig{})
+			return err
+		})},
+		{"provision", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := provision.Run(ctx, js, provision.Config{Tick: time.Second, EventsMaxAge: time.Hour, Replicas: o.Provision.Replicas})
+			return err
+		})},
+		{"create a stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}})
+			return err
+		})},
+		{"update the events stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.UpdateStream(ctx, events)
+			return err
+		})},
+		{"update the bucket", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.UpdateStream(ctx, kvCfg)
+			return err
+		})},
+		{"purge the events stream", notOperator, request("$JS.API.STREAM.PURGE." + domain.EventsStream)},
+		{"purge the bucket", notOperator, request("$JS.API.STREAM.PURGE.KV_" + domain.Bucket)},
+		{"delete an event", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.EventsStream)},
+		{"delete a dead letter", []string{"updater", "command", "emitter", "reader"}, request("$JS.API.STREAM.MSG.DELETE." + domain.DLQStream)},
+		{"delete the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteStream(ctx, domain.CommandsStream)
+		})},
+		{"delete the bucket", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteKeyValue(ctx, domain.Bucket)
+		})},
+		{"delete a function's consumer", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteConsumer(ctx, domain.CommandsStream, domain.CommandConsumer(0))
+		})},
+		{"create a consumer on the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.CreateConsumer(ctx, domain.CommandsStream, jetstream.ConsumerConfig{Durable: "thief", AckPolicy: jetstream.AckExplicitPolicy})
+			return err
+		})},
+	}
+	for _, d := range denied {
+		for _, name := range d.by {
+			t.Run(name+" may not "+d.action, func(t *testing.T) {
+				start := time.Now()
+				err := d.do(ctxT(t, 10*time.Second), p[name])
+				if !errors.Is(err, natsconn.ErrPermissionDenied) {
+					t.Fatalf("%v, want ErrPermissionDenied", err)
+				}
+				if took := time.Since(start); took > fast {
+					t.Errorf("denied after %s, not at once", took)
+				}
+			})
+		}
+	}
+
+	t.Run("the denied actions changed nothing", func(t *testing.T) {
+		ctx := ctxT(t, 10*time.Second)
+		for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+			if _, err := op.JS.Stream(ctx, name); err != nil {
+				t.Errorf("stream %s: %v", name, err)
+			}
+		}
+		if cfg := streamConfig(t, op, domain.EventsStream); cfg.MaxAge != provision.DefaultConfig().EventsMaxAge {
+			t.Errorf("events max age %s", cfg.MaxAge)
+		}
+		if cfg := streamConfig(t, op, "KV_"+domain.Bucket); cfg.MaxMsgsPerSubject != 1 {
+			t.Errorf("bucket history %d", cfg.MaxMsgsPerSubject)
+		}
+		if evs, err := newClient(t, op).History(ctx, ResourceID); err != nil || len(evs) != 4 {
+			t.Errorf("history: %d events, %v", len(evs), err)
+		}
+		if e, err := newClient(t, op).Get(ctx, ResourceID); err != nil || e.Record.LastCommandID != "d-1" {
+			t.Errorf("record: %+v, %v", e.Record, err)
+		}
+		consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(0))
+		if _, err := op.JS.Consumer(ctx, domain.CommandsStream, "thief"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Errorf("consumer thief: %v", err)
+		}
+		if _, err := op.JS.Stream(ctx, "EVIL"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Errorf("stream EVIL: %v", err)
+		}
+	})
+
+	t.Run("the operator may create, update, purge and delete streams", func(t *testing.T) {
+		ctx := ctxT(t, 10*time.Second)
+		cfg := jetstream.StreamConfig{Name: "SCRATCH", Subjects: []string{"scratch.>"}}
+		s, err := op.JS.CreateStream(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxAge = time.Hour
+		if _, err := op.JS.UpdateStream(ctx, cfg); err != nil {
+			t.Errorf("update: %v", err)
+		}
+		if err := s.Purge(ctx); err != nil {
+			t.Errorf("purge: %v", err)
+		}
+		if err := op.JS.DeleteStream(ctx, "SCRATCH"); err != nil {
+			t.Errorf("delete: %v", err)
+		}
+	})
+}
+
+func consumerInfo(t *testing.T, op *Party, stream, name string) *jetstream.ConsumerInfo {
+	t.Helper()
+	ctx := ctxT(t, 5*time.Second)
+	c, err := op.JS.Consumer(ctx, stream, name)
+	if err != nil {
+		t.Fatalf("consumer %s/%s: %v", stream, name, err)
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci
+}
+
+func streamConfig(t *testing.T, op *Party, name string) jetstream.StreamConfig {
+	t.Helper()
+	s, err := op.JS.Stream(ctxT(t, 5*time.Second), name)
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	return s.CachedInfo().Config
+}

@@ -1,0 +1,182 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// StoredNotice is a lifecycle notice with where it sits in MAINT_NOTICES.
+type StoredNotice struct {
+	domain.Notice
+	Seq uint64 `json:"-"`
+}
+
+func noticeFilter(resourceID string) (string, error) {
+	if resourceID == "" {
+		return domain.NoticePrefix + "*", nil
+	}
+	key, err := domain.Key(resourceID)
+	if err != nil {
+		return "", err
+	}
+	return domain.NoticeSubject(key), nil
+}
+
+// Notices returns every lifecycle notice of resourceID ("" for every entity) kept in
+// MAINT_NOTICES, oldest first.
+func (c *Client) Notices(ctx context.Context, resourceID string) ([]domain.Notice, error) {
+	subject, err := noticeFilter(resourceID)
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.Notice
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		out = nil
+		return c.eachNotice(ctx, subject, func(n StoredNotice) error {
+			out = append(out, n.Notice)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (c *Client) eachNotice(ctx context.Context, subject string, fn func(StoredNotice) error) error {
+	s, err := c.JS.Stream(ctx, domain.NoticesStream)
+	if err != nil {
+		return fmt.Errorf("notices: %w", notProvisioned(err))
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return fmt.Errorf("notices: %w", err)
+	}
+	var n uint64
+	for _, v := range info.State.Subjects {
+		n += v
+	}
+	if n == 0 {
+		return nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("notices: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("notices: %w", err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("notices: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("notices: %w", err)
+		}
+		nt, derr := domain.DecodeNotice(msg.Data())
+		if derr != nil {
+			c.log.Warn("skipping a notice that does not decode", "seq", md.Sequence.Stream, "error", derr)
+		} else if err := fn(StoredNotice{Notice: nt, Seq: md.Sequence.Stream}); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// NoticeWatcher delivers lifecycle notices live.
+type NoticeWatcher struct {
+	it  jetstream.MessagesContext
+	log *slog.Logger
+	c   *Client
+}
+
+// WatchNotices starts watching lifecycle notices, as Watch does outcome events.
+func (c *Client) WatchNotices(ctx context.Context, o WatchOptions) (*NoticeWatcher, error) {
+	subject, err := noticeFilter(o.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	}
+	if !o.Since.IsZero() {
+		since := o.Since
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	var cons jetstream.Consumer
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		var err error
+		cons, err = c.JS.OrderedConsumer(ctx, domain.NoticesStream, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch notices: %w", notProvisioned(err))
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("watch notices: %w", err)
+	}
+	return &NoticeWatcher{it: it, log: c.log, c: c}, nil
+}
+
+// Next waits for the next notice until ctx ends (returning ctx's error).
+func (w *NoticeWatcher) Next(ctx context.Context) (StoredNotice, error) {
+	var n StoredNotice
+	err := w.c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		for {
+			msg, err := w.it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return ErrWatchStopped
+				}
+				return fmt.Errorf("watch notices: %w", err)
+			}
+			nt, derr := domain.DecodeNotice(msg.Data())
+			if derr != nil {
+				w.log.Warn("skipping a notice that does not decode", "subject", msg.Subject(), "error", derr)
+				continue
+			}
+			n = StoredNotice{Notice: nt}
+			if md, err := msg.Metadata(); err == nil {
+				n.Seq = md.Sequence.Stream
+			}
+			return nil
+		}
+	})
+	return n, err
+}
+
+// Stop ends the watch.
+func (w *NoticeWatcher) Stop() { w.it.Stop() }
+
+// NoticeLead renders a reminder's lead for people ("336h", "90s"); "-" for other kinds.
+func NoticeLead(n domain.Notice) string {
+	if n.Kind != domain.NoticeReminder {
+		return "-"
+	}
+	d := time.Duration(n.Lead) * time.Second
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}

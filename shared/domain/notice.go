@@ -1,0 +1,90 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Names of the notices (SPEC §6).
+const (
+	NoticesStream = "MAINT_NOTICES"
+	NoticePrefix  = "maint.notice."
+)
+
+// NoticeSubject is where the notices of an entity key are published.
+func NoticeSubject(key string) string { return NoticePrefix + key }
+
+// NoticeKind is what a lifecycle notice says.
+type NoticeKind string
+
+// Notice kinds.
+const (
+	// NoticeReminder: the announced window starts within the notice's lead time.
+	NoticeReminder NoticeKind = "reminder"
+	// NoticeDue: the window has started and the entity is still Pending.
+	NoticeDue NoticeKind = "due"
+	// NoticeOverdue: the window has ended and the entity is still Pending.
+	NoticeOverdue NoticeKind = "overdue"
+	// NoticeStuck: an update has been in progress for longer than the stuck limit.
+	NoticeStuck NoticeKind = "stuck"
+)
+
+// NoticeKinds lists every kind.
+var NoticeKinds = []NoticeKind{NoticeReminder, NoticeDue, NoticeOverdue, NoticeStuck}
+
+// Notice is a lifecycle notice, published on maint.notice.<key>.
+type Notice struct {
+	// NoticeID is <key>:<kind>:<series>:<lead seconds>, the same for every attempt to publish
+	// this notice; it is also the message's Nats-Msg-Id.
+	NoticeID   string     `json:"noticeId"`
+	Kind       NoticeKind `json:"kind"`
+	ResourceID string     `json:"resourceId"`
+	State      State      `json:"state"`
+	Window     *Window    `json:"window,omitempty"`
+	StateSince time.Time  `json:"stateSince"`
+	// Lead is the reminder's lead time in seconds (0 for the other kinds).
+	Lead int64 `json:"lead"`
+	// At is when the notice was decided: the time of the tick's run.
+	At time.Time `json:"at"`
+}
+
+// NoticeID builds the id of a notice of kind for entity key in series (a window or an
+// update, see the notices function), with lead the reminder's lead time.
+func NoticeID(key string, kind NoticeKind, series string, lead time.Duration) string {
+	return key + ":" + string(kind) + ":" + series + ":" + strconv.FormatInt(int64(lead/time.Second), 10)
+}
+
+// ParseNoticeID splits a notice id into its parts. Keys hold no ':', so the last three
+// fields are unambiguous.
+func ParseNoticeID(id string) (key string, kind NoticeKind, series string, leadSeconds int64, err error) {
+	parts := strings.Split(id, ":")
+	if len(parts) != 4 || parts[0] == "" || parts[2] == "" {
+		return "", "", "", 0, fmt.Errorf("notice id %q is not key:kind:series:lead", id)
+	}
+	lead, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil || lead < 0 {
+		return "", "", "", 0, fmt.Errorf("notice id %q: lead %q is not a number of seconds", id, parts[3])
+	}
+	return parts[0], NoticeKind(parts[1]), parts[2], lead, nil
+}
+
+// EncodeNotice marshals a notice.
+func EncodeNotice(n Notice) ([]byte, error) {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encode notice: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeNotice unmarshals a notice.
+func DecodeNotice(b []byte) (Notice, error) {
+	var n Notice
+	if err := json.Unmarshal(b, &n); err != nil {
+		return Notice{}, fmt.Errorf("decode notice: %w", err)
+	}
+	return n, nil
+}
