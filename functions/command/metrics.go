@@ -11,7 +11,7 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Metrics are the command function's own metrics (SPEC §4). Attributes carry no entity id.
+// Metrics are the command function's own metrics (README, Metrics). Attributes carry no entity id.
 type Metrics struct {
 	transitions metric.Int64Counter
 	commands    metric.Int64Counter

@@ -1,5 +1,5 @@
 // Package emitter is the function that republishes every tracked maintenance state over OTLP
-// on each tick of the schedule (SPEC §4).
+// on each tick of the schedule (README, Metrics).
 //
 // A tick is served by one replica: the durable emitter consumer hands each tick to one of
 // them, one at a time. A run reads the bucket in one streaming pass and sends, for every

@@ -11,13 +11,13 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Metrics and attributes of SPEC §4.
+// Metrics and attributes of the README (Metrics).
 const (
 	MetricStatus   = "cluster.maintenance.status"
 	MetricEntities = "cluster.maintenance.entities"
 	MetricPUCM     = "cluster.maintenance.pucm"
 
-	// Times in the signal (SPEC §6): gauges in Unix seconds, with the status metric's
+	// Times in the signal (README, Time in the signal): gauges in Unix seconds, with the status metric's
 	// cloud.resource_id, so that a rule can join them to the state or compare them to time().
 	MetricWindowStart = "cluster.maintenance.window.start_time"
 	MetricWindowEnd   = "cluster.maintenance.window.end_time"

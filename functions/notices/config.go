@@ -14,7 +14,7 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Defaults (SPEC §6).
+// Defaults (README, Time in the signal).
 var (
 	// DefaultRemind is the reminder ladder: two weeks, one week and one day ahead.
 	DefaultRemind = []time.Duration{336 * time.Hour, 168 * time.Hour, 24 * time.Hour}

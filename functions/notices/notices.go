@@ -1,4 +1,4 @@
-// Package notices is the function that publishes lifecycle notices (SPEC §6): reminders
+// Package notices is the function that publishes lifecycle notices (README, Time in the signal): reminders
 // before an announced window, due when it starts, overdue when it ends with the entity still
 // Pending, and stuck when an update runs too long. It runs on the emitter's tick, from a
 // durable consumer of its own, with any number of replicas.

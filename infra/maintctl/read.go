@@ -19,7 +19,7 @@ import (
 
 const readTimeout = 30 * time.Second
 
-// recordJSON is the JSON form of a record for scripts: the record's own fields (SPEC §2) with
+// recordJSON is the JSON form of a record for scripts: the record's own fields (README, States and tasks) with
 // the entity key, whether it exists and its bucket revision.
 type recordJSON struct {
 	ResourceID     string         `json:"resourceId"`

@@ -35,7 +35,7 @@ const (
 	// command, like an admin. What limits it to UpdateSucceeded and UpdateFailed is the command
 	// function: with command signing required (maintsignals/shared/signing), a command must be
 	// signed by a configured key whose role allows its task, else it is rejected with
-	// Unauthorized (SPEC §3). The updater's NATS nkey may double as its signing key.
+	// Unauthorized (README, Messaging contract). The updater's NATS nkey may double as its signing key.
 	RoleUpdater Role = "updater"
 	// RoleFunction runs the command, emitter and notices functions: consumes their durable
 	// consumers, reads and writes records, publishes outcome events, notices and dead letters,

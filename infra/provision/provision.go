@@ -1,5 +1,5 @@
 // Package provision creates or updates the streams, the bucket, the consumers and the minute
-// schedule of the messaging contract (SPEC §3), idempotently: running it twice changes nothing,
+// schedule of the messaging contract (README, Messaging contract), idempotently: running it twice changes nothing,
 // a setting that differs from what exists is updated where NATS allows it and reported
 // clearly where it does not.
 package provision

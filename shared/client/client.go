@@ -1,4 +1,4 @@
-// Package client is the operator's and integrator's side of the messaging contract (SPEC §3):
+// Package client is the operator's and integrator's side of the messaging contract (README, Messaging contract):
 // send a command and wait for its own outcome event, read a record, every record, the history
 // of an entity, and watch outcome events live. maintctl is built on it; tests and other tools
 // can use it as well.

@@ -28,7 +28,7 @@ type Result struct {
 	Entity Entity
 }
 
-// ErrInvalidCommand is wrapped when a command fails the checks of SPEC §3 before it is sent.
+// ErrInvalidCommand is wrapped when a command fails the checks of the messaging contract (README) before it is sent.
 var ErrInvalidCommand = errors.New("invalid command (not sent)")
 
 // ErrIDInUse is returned when a command id was already used for another entity.

@@ -29,7 +29,7 @@ type Window struct {
 	End   time.Time `json:"end"`
 }
 
-// Command is an admin or outcome command (SPEC §3).
+// Command is an admin or outcome command (README, Messaging contract).
 type Command struct {
 	ID         string  `json:"id"`
 	ResourceID string  `json:"resourceId"`
@@ -228,7 +228,7 @@ func (c Command) Encode() ([]byte, error) {
 	return b, nil
 }
 
-// CheckNotice is the notice policy (SPEC §6): with a minimum notice, a Pending whose window
+// CheckNotice is the notice policy (README, Time in the signal): with a minimum notice, a Pending whose window
 // starts earlier than handledAt + minNotice is refused on window.start, unless forced.
 // handledAt is when the commands stream stored the command, not a replica's clock, so that
 // every replica, and every redelivery, decides the same.

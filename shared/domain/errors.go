@@ -2,7 +2,7 @@ package domain
 
 import "fmt"
 
-// Code is a rejection code of SPEC §3.
+// Code is a rejection code of the messaging contract (README).
 type Code string
 
 // Rejection codes.

@@ -9,7 +9,7 @@ import (
 // Outcome is what became of a command.
 type Outcome string
 
-// Outcomes of SPEC §3.
+// Outcomes of the messaging contract (README).
 const (
 	OutcomeApplied      Outcome = "applied"
 	OutcomeRejected     Outcome = "rejected"

@@ -38,7 +38,7 @@ func ValidateResourceID(id string) error {
 	return nil
 }
 
-// Key encodes a resource ID as an entity key (SPEC §3): lower-cased, leading "/" dropped,
+// Key encodes a resource ID as an entity key (README, Messaging contract): lower-cased, leading "/" dropped,
 // [a-z0-9_/-] kept and every other byte of its UTF-8 written as "=" and two lower-case hex
 // digits. The key is one NATS subject token and a valid KV key. IDs that differ only in case
 // (or in a leading "/") have the same key: they are the same entity.

@@ -18,7 +18,7 @@ const aroID = "/subscriptions/0b1f6471-1bf0-4dda-aec3-cb9272f09590/resourceGroup
 // and a valid JetStream KV key.
 var keyPattern = regexp.MustCompile(`^[a-z0-9_/=-]+$`)
 
-// referenceKey is an independent, deliberately naive implementation of SPEC §3.
+// referenceKey is an independent, deliberately naive implementation of the messaging contract (README).
 func referenceKey(id string) string {
 	s := strings.ToLower(id)
 	s = strings.TrimPrefix(s, "/")

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Names of the notices (SPEC §6).
+// Names of the notices (README, Time in the signal).
 const (
 	NoticesStream = "MAINT_NOTICES"
 	NoticePrefix  = "maint.notice."

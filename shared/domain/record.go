@@ -107,7 +107,7 @@ func DecodeRecord(b []byte) (Record, error) {
 	return r, nil
 }
 
-// DefaultStuckAfter is how long an update may run before it counts as stuck (SPEC §6).
+// DefaultStuckAfter is how long an update may run before it counts as stuck (README, Time in the signal).
 const DefaultStuckAfter = 6 * time.Hour
 
 // Overdue reports whether the entity is still Pending after its announced window ended.

@@ -11,7 +11,7 @@ import (
 // State is the maintenance signal of one entity.
 type State string
 
-// The states of SPEC §2. An entity never seen is None.
+// The states of the README (States and tasks). An entity never seen is None.
 const (
 	StateNone                 State = "None"
 	StatePending              State = "Pending"

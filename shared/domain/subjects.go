@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Names of the messaging contract (SPEC §3).
+// Names of the messaging contract (README, Messaging contract).
 const (
 	CommandsStream = "MAINT_COMMANDS"
 	EventsStream   = "MAINT_EVENTS"

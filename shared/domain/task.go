@@ -3,7 +3,7 @@ package domain
 // Task is the task field of a command.
 type Task string
 
-// The tasks of SPEC §2.
+// The tasks of the README (States and tasks).
 const (
 	// Signal-only tasks set the state of the same name.
 	TaskPending              Task = "Pending"

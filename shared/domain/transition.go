@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// column is a column of the transition table of SPEC §2: a task, or the group of tasks that
+// column is a column of the transition table of the README (States and tasks): a task, or the group of tasks that
 // behave alike.
 type column int
 

@@ -8,7 +8,7 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// The transition table of SPEC §2, copied by hand: do not derive it from the implementation.
+// The transition table of the README (States and tasks), copied by hand: do not derive it from the implementation.
 // Columns: Pending, None, CustomerActionNeeded, update task, UpdateSucceeded, UpdateFailed.
 // "refused" is a RequestNotAllowed rejection; "kept" keeps the current state.
 const refused = "refused"
@@ -35,7 +35,7 @@ var specIdle = map[string][6]specCell{
 	"CustomerActionNeeded": {{"Pending", false}, {"None", false}, {"CustomerActionNeeded", false}, {"Unplanned", true}, {refused, false}, {refused, false}},
 }
 
-// specColumn maps each task of SPEC §2 to its column, by name.
+// specColumn maps each task of the README (States and tasks) to its column, by name.
 var specColumn = map[string]int{
 	"Pending":              0,
 	"None":                 1,
@@ -61,11 +61,11 @@ func TestTasksAndStates_MatchSpecExactly(t *testing.T) {
 	for _, tk := range domain.Tasks {
 		tasks = append(tasks, string(tk))
 		if _, ok := specColumn[string(tk)]; !ok {
-			t.Errorf("task %q is not in SPEC §2", tk)
+			t.Errorf("task %q is not in the README (States and tasks)", tk)
 		}
 	}
 	if len(tasks) != len(specColumn) {
-		t.Errorf("Tasks = %v, SPEC §2 has %d tasks", tasks, len(specColumn))
+		t.Errorf("Tasks = %v, the README (States and tasks) has %d tasks", tasks, len(specColumn))
 	}
 	var states []string
 	for _, s := range domain.States {

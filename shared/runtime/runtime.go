@@ -2,7 +2,7 @@
 // message to a plain handler function and turns the handler's result into an ack, a retry with
 // backoff or a dead letter, in this one place. It keeps slow work off the consume callback and
 // the message alive while the handler runs, drains on shutdown, and records the handler
-// metrics of SPEC §4.
+// metrics of the README (Metrics).
 package runtime
 
 import (

@@ -134,7 +134,7 @@ func TestRawNATSPublish(t *testing.T) {
 	up := startUp(t, testenv.FreePort(t), filepath.Join(t.TempDir(), "data"))
 	const (
 		id = "/Subscriptions/raw/resourceGroups/rg-2/providers/Microsoft.RedHatOpenShift/openShiftClusters/raw-1"
-		// The key, worked out by hand from SPEC §3: lower-cased, leading "/" dropped, "." as =2e.
+		// The key, worked out by hand from the messaging contract (README): lower-cased, leading "/" dropped, "." as =2e.
 		key = "subscriptions/raw/resourcegroups/rg-2/providers/microsoft=2eredhatopenshift/openshiftclusters/raw-1"
 	)
 	if got := strings.TrimSpace(ok(t, "", "key", id)); got != key {

@@ -194,7 +194,7 @@ func currentStates(e otlpreceiver.Export) map[string]string {
 	return out
 }
 
-// stateAttr is the value of cluster.maintenance.state for a state (SPEC §4).
+// stateAttr is the value of cluster.maintenance.state for a state (README, Metrics).
 func stateAttr(s domain.State) string {
 	switch s {
 	case domain.StateNone:
