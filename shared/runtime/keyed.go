@@ -61,6 +61,7 @@ type keyed struct {
 	ready    []*keyedEntry            // heads waiting for a free slot
 	running  int
 	pin      string        // the pin whose messages run without a fence
+	conn     uint64        // the connection (reconnect count) messages last came on
 	fenced   []*keyedEntry // received under a new pin, waiting for the check
 	checking bool
 	closed   bool
@@ -86,6 +87,7 @@ func (r *runner) consumeKeyed(ctx, hctx context.Context, name string) (*keyed, j
 		idle: make(chan struct{}), stop: make(chan struct{}),
 	}
 	k.life, k.endLife = context.WithCancel(context.WithoutCancel(hctx))
+	k.conn = r.reconnects()
 	window := max(cfg.MaxAckPending, 1)
 	// The pull expires well inside the pinned TTL: a pinned replica that is alive renews its
 	// pin even when there is nothing to deliver.
@@ -121,6 +123,12 @@ func (k *keyed) receive(raw jetstream.Msg) {
 	}
 	if _, dup := k.held[msg.Seq]; dup {
 		return // a redelivery of a message in hand: the copy in hand is settled
+	}
+	if e.conn != k.conn {
+		// The first message on a new connection. Messages the server sent on the old one may
+		// never have arrived: they come back only after their ack wait, while newer ones of
+		// their keys come now. Fence, as for a new pin, until they are back in hand.
+		k.conn, k.pin = e.conn, ""
 	}
 
 	k.held[msg.Seq] = e
@@ -350,9 +358,13 @@ func (k *keyed) keepAlive() {
 func (k *keyed) renew(e *keyedEntry) {
 	defer k.wg.Done()
 	sent := time.Now()
+	if e.ctx.Err() != nil {
+		return // given up: its keep-alives must stop, so that the server gives it out again
+	}
 	// Bounded by the lease, and by the consumer's life: no keep-alive outlives close.
 	ctx, cancel := context.WithDeadline(k.life, e.lease.until())
 	defer cancel()
+	defer context.AfterFunc(e.ctx, cancel)()
 	if _, err := k.r.js.Conn().RequestWithContext(ctx, e.raw.Reply(), ackProgress); err != nil {
 		return // the lease runs out unless a later keep-alive is answered
 	}
