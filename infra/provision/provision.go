@@ -223,6 +223,15 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Replicas:    c.Replicas,
 		},
 		{
+			Name:        domain.WebhookStream,
+			Description: "Maintenance-signal webhook deliveries sent again from the dead letters (dlq replay)",
+			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.DLQMaxAge,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
 			Name:              domain.ScheduleStream,
 			Description:       "Maintenance-signal emit schedule and its ticks",
 			Subjects:          []string{domain.ScheduleSubject, domain.TickSubject},
