@@ -68,6 +68,10 @@ type Config struct {
 	// AckWait of the consumers: how soon a replica that died gives its deliveries back.
 	AckWait  time.Duration
 	Replicas int // of the consumers (as the streams)
+	// DrainTimeout bounds how long a stopping replica keeps delivering what it holds (default:
+	// Timeout + 5 s, so that an attempt under way can finish); what is left goes back to the
+	// server and to the next replica, in order.
+	DrainTimeout time.Duration
 	Log      *slog.Logger
 	Meter    metric.Meter
 }
@@ -90,6 +94,9 @@ func (c *Config) defaults() {
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = DefaultAckWait
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = c.Timeout + 5*time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -119,6 +126,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	}
 	streams, err := sources(ctx, js)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	var runs []runtime.Config
@@ -132,6 +142,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		snd := newSender(sub, cfg.Timeout)
 		for _, src := range streams {
 			if err := ensureConsumer(ctx, js, cfg, sub.Name, src); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while starting: nothing was delivered
+				}
 				return err
 			}
 			runs = append(runs, runConfig(cfg, sub, snd, src))
@@ -246,8 +259,7 @@ func runConfig(cfg Config, sub *Subscription, snd *sender, src source) runtime.C
 			out.Header.Set(domain.HeaderWebhookSubscription, sub.Name)
 			out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("dlq-webhook-%s-%s-%d", sub.Name, msg.Stream, msg.Seq))
 		},
-		// Deliveries already under way finish (an endpoint answers within Timeout).
-		DrainTimeout: cfg.Timeout + 5*time.Second,
+		DrainTimeout: cfg.DrainTimeout,
 		Logger:       log,
 		Meter:        cfg.Meter,
 		BalanceEvery: -1, // one consumer per runtime: nothing to spread

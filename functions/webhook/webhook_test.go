@@ -53,7 +53,7 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "every event delivered to the unfiltered subscription", func() bool { return len(all.accepted(nil)) == len(steps) })
+	waitFor(t, 20*time.Second, "every event delivered to the unfiltered subscription", func() bool { return len(all.succeeded()) == len(steps) })
 	ids := func(ds []delivery) []string {
 		var out []string
 		for _, d := range ds {
@@ -71,11 +71,11 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 		{pending, []string{"a1", "b1", "b2", "c1"}}, // b2 is rejected in Pending: its resulting state is Pending
 		{prefixed, []string{"a1", "a2", "a3", "c1"}},
 	} {
-		if got := ids(c.rc.accepted(nil)); !slices.Equal(got, c.want) {
+		if got := ids(c.rc.succeeded()); !slices.Equal(got, c.want) {
 			t.Errorf("delivered %v, want %v", got, c.want)
 		}
 	}
-	got := all.accepted(nil)
+	got := all.succeeded()
 	var c1 []string
 	for _, d := range got {
 		if d.subject == cluster(1) {
@@ -106,19 +106,19 @@ func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 	stop2 := start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("all", srvAll.URL)}, FromStart: true})
 	fresh := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
 	waitFor(t, 10*time.Second, "the new event delivered to both", func() bool {
-		return len(rcNew.accepted(nil)) == 1 && len(rcAll.accepted(nil)) == 2
+		return len(rcNew.succeeded()) == 1 && len(rcAll.succeeded()) == 2
 	})
-	if rcNew.accepted(nil)[0].id != fresh {
-		t.Fatalf("new subscription got %s, want only %s (not %s)", rcNew.accepted(nil)[0].id, fresh, old)
+	if rcNew.succeeded()[0].id != fresh {
+		t.Fatalf("new subscription got %s, want only %s (not %s)", rcNew.succeeded()[0].id, fresh, old)
 	}
 	stop()
 	stop2()
 	// Restarted with FromStart, the existing subscription goes on from where it was.
 	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("new", srvNew.URL)}, FromStart: true})
 	third := publishEvent(t, env.JS, cluster(1), 3, domain.StatePending)
-	waitFor(t, 10*time.Second, "the third event", func() bool { return len(rcNew.accepted(nil)) == 2 })
+	waitFor(t, 10*time.Second, "the third event", func() bool { return len(rcNew.succeeded()) == 2 })
 	time.Sleep(200 * time.Millisecond)
-	if got := rcNew.accepted(nil); got[1].id != third || len(rcNew.requests()) != 2 {
+	if got := rcNew.succeeded(); got[1].id != third || len(rcNew.requests()) != 2 {
 		t.Fatalf("after restart: %v", got)
 	}
 }
