@@ -312,7 +312,7 @@ func TestWebhook_HTTPSWithCAFile(t *testing.T) {
 	}
 	trusted, untrusted := sub("tls", srv.URL), sub("untrusted", srv.URL)
 	trusted.CAFile = ca
-	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{trusted, untrusted}})
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{trusted, untrusted}, DrainTimeout: 200 * time.Millisecond})
 	id := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
 	waitFor(t, 10*time.Second, "delivered over HTTPS", func() bool { return len(rc.succeeded()) == 1 })
 	time.Sleep(time.Second)

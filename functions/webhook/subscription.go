@@ -155,3 +155,6 @@ func redactURL(raw string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// Key is the decoded signing secret.
+func (s Subscription) Key() []byte { return s.key }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,8 +73,8 @@ type Config struct {
 	// Timeout + 5 s, so that an attempt under way can finish); what is left goes back to the
 	// server and to the next replica, in order.
 	DrainTimeout time.Duration
-	Log      *slog.Logger
-	Meter    metric.Meter
+	Log          *slog.Logger
+	Meter        metric.Meter
 }
 
 func (c *Config) defaults() {
@@ -244,7 +245,8 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 func runConfig(cfg Config, sub *Subscription, snd *sender, src source) runtime.Config {
 	log := cfg.Log.With("function", "webhook", "subscription", sub.Name)
 	return runtime.Config{
-		Name:        "webhook-" + sub.Name,
+		// One name per runtime: readiness reports each consumer on its own.
+		Name:        "webhook-" + sub.Name + "-" + strings.ToLower(src.stream),
 		Stream:      src.stream,
 		Consumers:   []string{domain.WebhookConsumer(sub.Name)},
 		Handler:     func(ctx context.Context, msg runtime.Message) error { return deliver(ctx, log, sub, snd, msg) },
