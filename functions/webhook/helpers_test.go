@@ -230,6 +230,9 @@ func start(t *testing.T, env *testenv.Env, cfg webhook.Config) (stop func()) {
 				t.Errorf("webhook function: %v", err)
 			}
 			l.checkNoSecret(t)
+			if t.Failed() {
+				t.Logf("webhook function log:\n%s", l.String())
+			}
 		})
 	}
 	t.Cleanup(stop)

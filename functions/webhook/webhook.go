@@ -2,9 +2,9 @@
 // integrators' endpoints as CloudEvents over HTTP(S), signed per Standard Webhooks 1.0, in
 // event order per subscription and entity, at least once.
 //
-// Each subscription has durable consumers of its own (webhook-<name>, one per stream it
-// reads), served by runtime instances of their own: a slow or failing endpoint holds up only
-// its subscription. The consumers are keyed by entity and pinned to one replica at a time,
+// Each subscription has a durable consumer of its own (webhook-<name>, on MAINT_WEBHOOK, which
+// sources the events and notices and takes the subscription's replays), served by a runtime
+// instance of its own: a slow or failing endpoint holds up only its subscription. The consumers are keyed by entity and pinned to one replica at a time,
 // so an entity's deliveries go one after another in stream order while different entities'
 // go at once, and a retry waits in place without holding up other entities.
 package webhook
@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,13 +25,6 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/runtime"
-)
-
-// NoticesStream and its subjects hold the lifecycle notices (SPEC §6). The webhook function
-// delivers them when the stream exists where it starts.
-const (
-	NoticesStream = "MAINT_NOTICES"
-	noticePrefix  = "maint.notice."
 )
 
 // Defaults of a replica.
@@ -125,12 +118,11 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	if len(cfg.Subscriptions) == 0 {
 		return ErrNoSubscriptions
 	}
-	streams, err := sources(ctx, js)
-	if err != nil {
+	if _, err := js.Stream(ctx, domain.WebhookStream); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", domain.WebhookStream, err)
 	}
 	var runs []runtime.Config
 	for i := range cfg.Subscriptions {
@@ -141,19 +133,17 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			}
 		}
 		snd := newSender(sub, cfg.Timeout)
-		for _, src := range streams {
-			if err := ensureConsumer(ctx, js, cfg, sub.Name, src); err != nil {
-				if ctx.Err() != nil {
-					return nil // stopped while starting: nothing was delivered
-				}
-				return err
+		if err := ensureConsumer(ctx, js, cfg, sub.Name); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting: nothing was delivered
 			}
-			runs = append(runs, runConfig(cfg, sub, snd, src))
+			return err
 		}
+		runs = append(runs, runConfig(cfg, sub, snd))
 		cfg.Log.Info("webhook subscription ready", "subscription", sub.Name, "endpoint", redactURL(sub.URL),
-			"types", sub.Types, "states", sub.States, "resource_prefix", sub.ResourcePrefix, "streams", len(streams))
+			"types", sub.Types, "states", sub.States, "resource_prefix", sub.ResourcePrefix)
 	}
-	// One runtime per subscription and stream: its own consumer, workers and retries.
+	// One runtime per subscription: its own consumer, workers and retries.
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for i, rc := range runs {
@@ -167,40 +157,20 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	return errors.Join(errs...)
 }
 
-// source is a stream the function delivers from.
-type source struct {
-	stream string
-	filter func(sub string) string
+// filters are what a subscription's consumer reads of MAINT_WEBHOOK: every event and notice,
+// and its own replays.
+func filters(sub string) []string {
+	return []string{domain.EventPrefix + "*", domain.WebhookNoticePrefix + "*", domain.WebhookReplaySubject(sub, "*")}
 }
 
-// sources are the events, the notices when that stream exists, and the replays.
-func sources(ctx context.Context, js jetstream.JetStream) ([]source, error) {
-	out := []source{{stream: domain.EventsStream, filter: func(string) string { return domain.EventPrefix + "*" }}}
-	switch _, err := js.Stream(ctx, NoticesStream); {
-	case err == nil:
-		out = append(out, source{stream: NoticesStream, filter: func(string) string { return noticePrefix + "*" }})
-	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, fmt.Errorf("webhook function: stream %s: %w", NoticesStream, err)
-	}
-	for _, s := range []string{domain.EventsStream, domain.WebhookStream} {
-		if _, err := js.Stream(ctx, s); err != nil {
-			return nil, fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", s, err)
-		}
-	}
-	return append(out, source{stream: domain.WebhookStream, filter: func(sub string) string {
-		return domain.WebhookReplaySubject(sub, "*")
-	}}), nil
-}
-
-// ensureConsumer creates the subscription's durable consumer on a stream, or brings an
-// existing one's settings up to date. Where a new one starts is set once, at creation: later
-// runs keep its progress whatever --from-start says. Replays start at the oldest, so that a
-// replay sent while no replica ran is delivered.
-func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub string, src source) error {
+// ensureConsumer creates the subscription's durable consumer, or brings an existing one's
+// settings up to date. Where a new one starts is set once, at creation: later runs keep its
+// progress whatever --from-start says.
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub string) error {
 	want := jetstream.ConsumerConfig{
 		Durable:        domain.WebhookConsumer(sub),
 		Description:    "webhook function, subscription " + sub,
-		FilterSubject:  src.filter(sub),
+		FilterSubjects: filters(sub),
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
@@ -212,42 +182,42 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 		MaxDeliver: -1,
 		Replicas:   cfg.Replicas,
 	}
-	if cfg.FromStart || src.stream == domain.WebhookStream {
+	if cfg.FromStart {
 		want.DeliverPolicy = jetstream.DeliverAllPolicy
 	}
-	c, err := js.Consumer(ctx, src.stream, want.Durable)
+	stream := domain.WebhookStream
+	c, err := js.Consumer(ctx, stream, want.Durable)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		if _, err := js.CreateConsumer(ctx, src.stream, want); err != nil {
-			return fmt.Errorf("webhook function: create consumer %s/%s: %w", src.stream, want.Durable, err)
+		if _, err := js.CreateConsumer(ctx, stream, want); err != nil {
+			return fmt.Errorf("webhook function: create consumer %s/%s: %w", stream, want.Durable, err)
 		}
-		cfg.Log.Info("webhook consumer created", "subscription", sub, "stream", src.stream, "from_start", want.DeliverPolicy == jetstream.DeliverAllPolicy)
+		cfg.Log.Info("webhook consumer created", "subscription", sub, "from_start", want.DeliverPolicy == jetstream.DeliverAllPolicy)
 		return nil
 	case err != nil:
-		return fmt.Errorf("webhook function: consumer %s/%s: %w", src.stream, want.Durable, err)
+		return fmt.Errorf("webhook function: consumer %s/%s: %w", stream, want.Durable, err)
 	}
 	have := c.CachedInfo().Config
 	want.DeliverPolicy, want.OptStartSeq, want.OptStartTime = have.DeliverPolicy, have.OptStartSeq, have.OptStartTime
 	if have.Replicas != 0 && want.Replicas == 0 {
 		want.Replicas = have.Replicas
 	}
-	if have.FilterSubject == want.FilterSubject && have.MaxAckPending == want.MaxAckPending && have.AckWait == want.AckWait &&
+	if slices.Equal(have.FilterSubjects, want.FilterSubjects) && have.MaxAckPending == want.MaxAckPending && have.AckWait == want.AckWait &&
 		have.PinnedTTL == want.PinnedTTL && have.PriorityPolicy == want.PriorityPolicy && have.MaxDeliver == want.MaxDeliver {
 		return nil
 	}
-	if _, err := js.UpdateConsumer(ctx, src.stream, want); err != nil {
-		return fmt.Errorf("webhook function: update consumer %s/%s: %w", src.stream, want.Durable, err)
+	if _, err := js.UpdateConsumer(ctx, stream, want); err != nil {
+		return fmt.Errorf("webhook function: update consumer %s/%s: %w", stream, want.Durable, err)
 	}
 	return nil
 }
 
-// runConfig is the runtime of one subscription on one stream.
-func runConfig(cfg Config, sub *Subscription, snd *sender, src source) runtime.Config {
+// runConfig is the runtime of one subscription.
+func runConfig(cfg Config, sub *Subscription, snd *sender) runtime.Config {
 	log := cfg.Log.With("function", "webhook", "subscription", sub.Name)
 	return runtime.Config{
-		// One name per runtime: readiness reports each consumer on its own.
-		Name:        "webhook-" + sub.Name + "-" + strings.ToLower(src.stream),
-		Stream:      src.stream,
+		Name:        "webhook-" + sub.Name,
+		Stream:      domain.WebhookStream,
 		Consumers:   []string{domain.WebhookConsumer(sub.Name)},
 		Handler:     func(ctx context.Context, msg runtime.Message) error { return deliver(ctx, log, sub, snd, msg) },
 		MaxDeliver:  Attempts(cfg.Backoff, cfg.RetryFor),
@@ -258,6 +228,9 @@ func runConfig(cfg Config, sub *Subscription, snd *sender, src source) runtime.C
 		// under an id of its own: another subscription may dead-letter the same event.
 		DeadLetterSubject: func(msg runtime.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
 		DecorateDeadLetter: func(msg runtime.Message, out *nats.Msg) {
+			// The feed's copy says which stream it was sourced from; a stream refuses a
+			// publish that claims to be sourced.
+			out.Header.Del(headerStreamSource)
 			out.Header.Set(domain.HeaderWebhookSubscription, sub.Name)
 			out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("dlq-webhook-%s-%s-%d", sub.Name, msg.Stream, msg.Seq))
 		},
@@ -289,3 +262,7 @@ func deliver(ctx context.Context, log *slog.Logger, sub *Subscription, snd *send
 	}
 	return err
 }
+
+// headerStreamSource is the header JetStream puts on a sourced message (nats-server's
+// JSStreamSource).
+const headerStreamSource = "Nats-Stream-Source"

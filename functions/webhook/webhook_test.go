@@ -98,6 +98,11 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 	env := testenv.Start(t)
 	old := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
+	// "New" is new to the webhook feed, which sources the events stream.
+	waitFor(t, 5*time.Second, "the event in the webhook feed", func() bool {
+		s, err := env.JS.Stream(context.Background(), domain.WebhookStream)
+		return err == nil && s.CachedInfo().State.Msgs == 1
+	})
 	rcNew, rcAll := newReceiver(t, nil), newReceiver(t, nil)
 	srvNew, srvAll := httptest.NewServer(rcNew), httptest.NewServer(rcAll)
 	t.Cleanup(srvNew.Close)

@@ -76,7 +76,7 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 	refuse = false
 	mu.Unlock()
 	seq := strconv.FormatUint(docs[0].Seq, 10)
-	mustContain(t, "replay", c.ok("dlq", "replay", seq), "replayed dead letter "+seq+": event w-1:1", "to webhook crm", "MAINT_WEBHOOK sequence 1")
+	mustContain(t, "replay", c.ok("dlq", "replay", seq), "replayed dead letter "+seq+": event w-1:1", "to webhook crm", "now MAINT_WEBHOOK sequence ")
 	waitFor(t, "the replayed delivery", 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()

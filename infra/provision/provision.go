@@ -224,12 +224,14 @@ func Streams(c Config) []jetstream.StreamConfig {
 		},
 		{
 			Name:        domain.WebhookStream,
-			Description: "Maintenance-signal webhook deliveries sent again from the dead letters (dlq replay)",
+			Description: "Maintenance-signal webhook feed: the events and notices, and deliveries sent again from the dead letters",
 			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.DLQMaxAge,
-			Storage:     c.Storage,
-			Replicas:    c.Replicas,
+			// The notices are added in Run when their stream exists.
+			Sources:   []*jetstream.StreamSource{{Name: domain.EventsStream}},
+			Retention: jetstream.LimitsPolicy,
+			MaxAge:    c.DLQMaxAge,
+			Storage:   c.Storage,
+			Replicas:  c.Replicas,
 		},
 		{
 			Name:              domain.ScheduleStream,
@@ -319,6 +321,11 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 	var rep Report
 	failed := map[string]bool{}
 	for _, sc := range Streams(c) {
+		if sc.Name == domain.WebhookStream {
+			if _, err := js.Stream(ctx, domain.WebhookNoticesSource); err == nil {
+				sc.Sources = append(sc.Sources, &jetstream.StreamSource{Name: domain.WebhookNoticesSource})
+			}
+		}
 		ch := ensureStream(ctx, js, sc)
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
@@ -396,7 +403,17 @@ func streamDiff(have, want jetstream.StreamConfig) []string {
 	add("allow_msg_ttl", have.AllowMsgTTL != want.AllowMsgTTL)
 	add("max_msgs_per_subject", want.MaxMsgsPerSubject != 0 && have.MaxMsgsPerSubject != want.MaxMsgsPerSubject)
 	add("description", have.Description != want.Description)
+	add("sources", !slices.Equal(sourceNames(have.Sources), sourceNames(want.Sources)))
 	return d
+}
+
+// sourceNames compares sources by the streams they name (the server fills in the rest).
+func sourceNames(ss []*jetstream.StreamSource) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) Change {

@@ -1,12 +1,20 @@
 package domain
 
-// The webhook function's stream (SPEC §7): dead-lettered deliveries go to MAINT_DLQ like
-// dead-lettered commands (one list, one replay verb), marked with the subscription; a replay
-// comes back to the function through this stream, on the subscription's own subject.
+// The webhook function's stream (SPEC §7). It sources the events (and the notices, where that
+// stream exists) and takes the replays of dead-lettered deliveries, on the subscription's own
+// subject; each subscription's durable consumer lives here, so that no role but the functions
+// can reach it (the events stream lets readers create consumers, which could otherwise move or
+// delete a subscription's progress). Dead-lettered deliveries go to MAINT_DLQ like
+// dead-lettered commands (one list, one replay verb), marked with the subscription.
 const (
 	WebhookStream         = "MAINT_WEBHOOK"
 	WebhookReplayPrefix   = "maint.webhook.replay."
 	WebhookConsumerPrefix = "webhook-"
+
+	// The notices' stream and subjects (SPEC §6), as the webhook feed reads them; named here
+	// so that the feed does not depend on the notices function.
+	WebhookNoticesSource = "MAINT_NOTICES"
+	WebhookNoticePrefix  = "maint.notice."
 
 	// HeaderWebhookSubscription names, on a dead letter, the subscription whose delivery failed.
 	HeaderWebhookSubscription = "Maint-Webhook-Subscription"
@@ -16,5 +24,5 @@ const (
 // sent again.
 func WebhookReplaySubject(sub, key string) string { return WebhookReplayPrefix + sub + "." + key }
 
-// WebhookConsumer is the durable consumer of a subscription, on every stream it reads.
+// WebhookConsumer is the durable consumer of a subscription (on WebhookStream).
 func WebhookConsumer(sub string) string { return WebhookConsumerPrefix + sub }
