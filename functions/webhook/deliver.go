@@ -137,13 +137,19 @@ type sender struct {
 }
 
 func newSender(sub *Subscription, timeout time.Duration) *sender {
+	return &sender{sub: sub, client: HTTPClient(sub, timeout), now: time.Now}
+}
+
+// HTTPClient is the client a subscription's deliveries go through: its own connections (a slow
+// endpoint keeps no other's waiting for one), its TLS roots, one timeout per attempt, and no
+// redirects (a redirect would re-send a signed body somewhere the subscription did not name).
+func HTTPClient(sub *Subscription, timeout time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = sub.tlsConfig()
-	tr.MaxIdleConnsPerHost = 64
-	return &sender{sub: sub, client: &http.Client{Transport: tr, Timeout: timeout,
-		// A redirect would re-send a signed body somewhere the subscription did not name.
+	tr.MaxIdleConnsPerHost = DefaultConcurrency * 2
+	return &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, now: time.Now}
+	}
 }
 
 // send makes one attempt. It returns the HTTP status (0 when none came), nil on a 2xx, an error
