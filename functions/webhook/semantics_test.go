@@ -320,3 +320,43 @@ func TestWebhook_HTTPSWithCAFile(t *testing.T) {
 		t.Fatalf("requests %v: the subscription without the CA must not get through", got)
 	}
 }
+
+// A redirect is not followed (a signed body goes only where the subscription says): it is
+// dead-lettered like any other refusal, and the next event goes out.
+func TestWebhook_RedirectIsNotFollowed(t *testing.T) {
+	env := testenv.Start(t)
+	elsewhere := newReceiver(t, nil)
+	srvElsewhere := httptest.NewServer(elsewhere)
+	t.Cleanup(srvElsewhere.Close)
+	var first atomic.Bool
+	first.Store(true)
+	rc := newReceiver(t, func(d delivery, _ int) int {
+		if first.CompareAndSwap(true, false) {
+			return http.StatusTemporaryRedirect
+		}
+		return http.StatusOK
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", srvElsewhere.URL)
+		rc.serveWith(w, r, rc.answer)
+	}))
+	t.Cleanup(srv.Close)
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("redirected", srv.URL)}})
+	publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
+	second := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
+	waitFor(t, 10*time.Second, "the second event delivered", func() bool { return len(rc.succeeded()) == 1 })
+	if got := rc.succeeded()[0].id; got != second {
+		t.Fatalf("delivered %s, want %s", got, second)
+	}
+	var letters []dlq.Letter
+	waitFor(t, 5*time.Second, "the redirected delivery dead-lettered", func() bool {
+		letters, _ = dlq.List(context.Background(), env.JS)
+		return len(letters) == 1
+	})
+	if !strings.Contains(letters[0].Reason, "HTTP 307") || letters[0].Subscription != "redirected" {
+		t.Fatalf("dead letter %+v", letters[0])
+	}
+	if n := len(elsewhere.requests()); n != 0 {
+		t.Fatalf("the redirect target got %d requests", n)
+	}
+}
