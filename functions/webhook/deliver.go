@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -203,5 +204,9 @@ func (s *sender) send(ctx context.Context, it item) (int, error) {
 // scrub takes the endpoint's full URL (its path or query may hold a token) out of a client
 // error.
 func scrub(err error, rawURL string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redactURL(rawURL)
+	}
 	return strings.ReplaceAll(err.Error(), rawURL, redactURL(rawURL))
 }

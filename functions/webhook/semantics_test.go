@@ -310,7 +310,7 @@ func TestWebhook_HTTPSWithCAFile(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	trusted, untrusted := sub("tls", srv.URL), sub("untrusted", srv.URL)
+	trusted, untrusted := sub("tls", srv.URL), sub("untrusted", srv.URL+"/p?token=s3cr3t")
 	trusted.CAFile = ca
 	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{trusted, untrusted}, DrainTimeout: 200 * time.Millisecond})
 	id := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
@@ -46,7 +47,7 @@ func (s Subscription) String() string {
 }
 
 // LogValue keeps the secret out of structured logs too.
-func (s Subscription) LogValue() string { return s.String() }
+func (s Subscription) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 

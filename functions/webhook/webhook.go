@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,6 +141,9 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 			return err
 		}
 		runs = append(runs, runConfig(cfg, sub, snd))
+		if strings.HasPrefix(sub.URL, "http:") {
+			cfg.Log.Warn("webhook endpoint is plain HTTP: deliveries are signed but readable on the way; use https", "subscription", sub.Name, "endpoint", redactURL(sub.URL))
+		}
 		cfg.Log.Info("webhook subscription ready", "subscription", sub.Name, "endpoint", redactURL(sub.URL),
 			"types", sub.Types, "states", sub.States, "resource_prefix", sub.ResourcePrefix)
 	}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/webhook"
+	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -129,3 +131,47 @@ func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 }
 
 var _ = http.StatusOK
+
+// Notices reach the webhooks once their stream exists and provisioning has run again: the feed
+// then sources them too, and the filters read a notice's type and state.
+func TestWebhook_DeliversNoticesOnceTheirStreamExists(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: domain.WebhookNoticesSource, Subjects: []string{domain.WebhookNoticePrefix + "*"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provision.Run(ctx, env.JS, env.Config); err != nil {
+		t.Fatalf("provision again: %v", err)
+	}
+	rc := newReceiver(t, nil)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	due := sub("due", srv.URL)
+	due.Types = []string{domain.CETypeNoticeDue, domain.CETypeApplied}
+	due.States = []domain.State{domain.StatePending}
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{due}})
+	notice := func(id, kind string, state domain.State) {
+		m := nats.NewMsg(domain.WebhookNoticePrefix + domain.MustKey(cluster(1)))
+		m.Data = []byte(`{"noticeId":"` + id + `","kind":"` + kind + `","resourceId":"` + cluster(1) + `","state":"` + string(state) + `"}`)
+		m.Header.Set(domain.HeaderMsgID, id)
+		domain.SetCloudEventHeaders(m.Header, domain.NoticeCEType(kind), id, cluster(1), time.Now())
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notice("n-1", "reminder", domain.StatePending) // type filtered out
+	notice("n-2", "due", domain.StatePlanned)      // state filtered out
+	notice("n-3", "due", domain.StatePending)
+	ev := publishEvent(t, env.JS, cluster(1), 4, domain.StatePending)
+	waitFor(t, 10*time.Second, "the due notice and the event", func() bool { return len(rc.succeeded()) == 2 })
+	time.Sleep(200 * time.Millisecond)
+	// The feed sources the two streams side by side: each keeps its own order, but an event and
+	// a notice stored close together may come in either order.
+	types := map[string]string{}
+	for _, d := range rc.succeeded() {
+		types[d.id] = d.ceType
+	}
+	if len(rc.requests()) != 2 || types["n-3"] != domain.CETypeNoticeDue || types[ev] != domain.CETypeApplied {
+		t.Fatalf("delivered %v", types)
+	}
+}
