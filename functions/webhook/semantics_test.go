@@ -360,3 +360,40 @@ func TestWebhook_RedirectIsNotFollowed(t *testing.T) {
 		t.Fatalf("the redirect target got %d requests", n)
 	}
 }
+
+// A delivery still failing when its retries are spent (RetryFor, 25 h by default) is
+// dead-lettered for its subscription with the reason, and the entity's next event goes out.
+func TestWebhook_RetriesSpentAreDeadLettered(t *testing.T) {
+	env := testenv.Start(t)
+	rc := newReceiver(t, func(d delivery, _ int) int {
+		if strings.HasSuffix(d.id, ":1") {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("budget", srv.URL)},
+		Backoff: []time.Duration{100 * time.Millisecond}, RetryFor: 450 * time.Millisecond})
+	first := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
+	second := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
+	waitFor(t, 10*time.Second, "the next event delivered after the retries ran out", func() bool { return len(rc.succeeded()) == 1 })
+	tries := 0
+	for _, d := range rc.requests() {
+		if d.id == first {
+			tries++
+		}
+	}
+	want := webhook.Attempts([]time.Duration{100 * time.Millisecond}, 450*time.Millisecond)
+	if rc.succeeded()[0].id != second || tries != want {
+		t.Fatalf("first event tried %d times (want %d), then delivered %s", tries, want, rc.succeeded()[0].id)
+	}
+	var letters []dlq.Letter
+	waitFor(t, 5*time.Second, "the dead letter", func() bool {
+		letters, _ = dlq.List(context.Background(), env.JS)
+		return len(letters) == 1
+	})
+	if l := letters[0]; l.Subscription != "budget" || l.CommandID != first || !strings.Contains(l.Reason, "gave up after") || !strings.Contains(l.Reason, "HTTP 503") {
+		t.Fatalf("dead letter %+v", l)
+	}
+}
