@@ -320,9 +320,13 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 	}
 	var rep Report
 	failed := map[string]bool{}
-	for _, sc := range Streams(c) {
+	streams := Streams(c)
+	for _, sc := range streams {
 		if sc.Name == domain.WebhookStream {
-			if _, err := js.Stream(ctx, domain.WebhookNoticesSource); err == nil {
+			// The webhook feed takes the notices too when their stream is provisioned here or
+			// exists already (whatever the order of the streams).
+			_, err := js.Stream(ctx, domain.WebhookNoticesSource)
+			if err == nil || slices.ContainsFunc(streams, func(s jetstream.StreamConfig) bool { return s.Name == domain.WebhookNoticesSource }) {
 				sc.Sources = append(sc.Sources, &jetstream.StreamSource{Name: domain.WebhookNoticesSource})
 			}
 		}
