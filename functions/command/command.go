@@ -291,6 +291,7 @@ func (d Deps) publish(ctx context.Context, key, msgID string, ev domain.Event) e
 	out := nats.NewMsg(domain.EventSubject(key))
 	out.Data = b
 	out.Header.Set(domain.HeaderMsgID, msgID)
+	domain.SetCloudEventHeaders(out.Header, domain.OutcomeCEType(ev.Outcome), msgID, ev.ResourceID, ev.At)
 	if _, err := d.Events.PublishMsg(ctx, out); err != nil {
 		return fmt.Errorf("publish outcome event: %w", err)
 	}

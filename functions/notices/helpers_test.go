@@ -1,15 +1,20 @@
 package notices_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/binding"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/notices"
@@ -124,6 +129,7 @@ func storedNotices(t testing.TB, js jetstream.JetStream) []domain.Notice {
 		if want := domain.NoticeSubject(domain.MustKey(n.ResourceID)); m.Subject() != want {
 			t.Errorf("notice %s on %s, want %s", n.NoticeID, m.Subject(), want)
 		}
+		checkCloudEvent(t, m, n)
 		out = append(out, n)
 	})
 	return out
@@ -149,4 +155,27 @@ var errCrash = errors.New("replica killed")
 
 func clusterID(i int) string {
 	return fmt.Sprintf("/subscriptions/s1/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c%d", i)
+}
+
+// checkCloudEvent rebuilds a stored notice as a CloudEvent (binary mode: the ce-* headers and
+// the body) with the CloudEvents SDK and checks it is valid and says what the notice says.
+func checkCloudEvent(t testing.TB, m jetstream.Msg, n domain.Notice) {
+	t.Helper()
+	h := http.Header{}
+	for k, vs := range m.Headers() {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	ev, err := binding.ToEvent(context.Background(), cehttp.NewMessage(h, io.NopCloser(bytes.NewReader(m.Data()))))
+	if err != nil {
+		t.Fatalf("notice %s: not a CloudEvent: %v", n.NoticeID, err)
+	}
+	if err := ev.Validate(); err != nil {
+		t.Fatalf("notice %s: invalid CloudEvent: %v", n.NoticeID, err)
+	}
+	if ev.ID() != n.NoticeID || ev.Type() != domain.NoticeCEType(string(n.Kind)) || ev.Subject() != n.ResourceID ||
+		ev.Source() != domain.CESource || !ev.Time().Equal(n.At) || !bytes.Equal(ev.Data(), m.Data()) {
+		t.Errorf("notice %s: CloudEvent %s", n.NoticeID, ev.Context)
+	}
 }

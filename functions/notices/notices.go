@@ -276,6 +276,7 @@ func (n *Notifier) deliver(ctx context.Context, key string, rec domain.Record, n
 		}
 		msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
 		msg.Header.Set(domain.HeaderMsgID, nt.NoticeID)
+		domain.SetCloudEventHeaders(msg.Header, domain.NoticeCEType(string(nt.Kind)), nt.NoticeID, nt.ResourceID, nt.At)
 		ack, err := n.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {

@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/command"
+	"maintsignals/functions/webhook"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
@@ -205,13 +208,18 @@ func (r *recorder) seen() []string {
 	return append([]string(nil), r.urls...)
 }
 
-// triggers of an overlay, by consumer.
+// triggers of an overlay on provisioned consumers (not the webhook subscriptions', which the
+// webhook function creates: see TestKEDASeesAWebhookSubscriptionsBacklog).
 func triggersOf(t *testing.T, overlay string) []Trigger {
 	t.Helper()
 	r := decodeOverlay(t, overlay)
 	var out []Trigger
 	for _, so := range r.scaledObjects {
-		out = append(out, so.Spec.Triggers...)
+		for _, tr := range so.Spec.Triggers {
+			if tr.Metadata["stream"] != domain.WebhookStream {
+				out = append(out, tr)
+			}
+		}
 	}
 	if len(out) == 0 {
 		t.Fatal("no triggers")
@@ -503,4 +511,90 @@ func TestKEDAFindsTheConsumerLeaderInACluster(t *testing.T) {
 	testenv.Verify(t, js, cmds, 60*time.Second)
 	waitIdle(t, scalers)
 	stop()
+}
+
+// The webhook trigger names a subscription's consumer: KEDA sees the deliveries waiting on it
+// (an endpoint down: held and retried in place, counted as ack pending) and sees them gone.
+func TestKEDASeesAWebhookSubscriptionsBacklog(t *testing.T) {
+	s, err := embedded.Start(embedded.Config{Name: "keda-0", StoreDir: t.TempDir(), Monitor: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	js := testenv.JetStream(t, testenv.Connect(t, s))
+	r := decodeOverlay(t, "dev")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := provision.Run(ctx, js, provisionConfig(t, r)); err != nil {
+		t.Fatal(err)
+	}
+	var tr *Trigger
+	for _, so := range r.scaledObjects {
+		for i := range so.Spec.Triggers {
+			if so.Spec.Triggers[i].Metadata["stream"] == domain.WebhookStream {
+				tr = &so.Spec.Triggers[i]
+			}
+		}
+	}
+	if tr == nil {
+		t.Fatal("no webhook trigger")
+	}
+	name := strings.TrimPrefix(tr.Metadata["consumer"], domain.WebhookConsumerPrefix)
+	var down atomic.Bool
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	wctx, wcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- webhook.Run(wctx, js, webhook.Config{Log: quiet, Backoff: []time.Duration{100 * time.Millisecond},
+			Subscriptions: []webhook.Subscription{{Name: name, URL: srv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}})
+	}()
+	defer func() {
+		wcancel()
+		if err := <-done; err != nil {
+			t.Errorf("webhook function: %v", err)
+		}
+	}()
+	k, err := newKEDAScaler(&http.Client{Timeout: 5 * time.Second}, *tr, strings.TrimPrefix(s.MonitorURL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, found, _, err := k.poll(context.Background()); err == nil && found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("KEDA never found the subscription's consumer")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; i < 5; i++ {
+		m := nats.NewMsg(domain.EventSubject(fmt.Sprintf("c%d", i)))
+		m.Data = []byte(`{"outcome":"applied","resourceId":"c"}`)
+		m.Header.Set(domain.HeaderMsgID, fmt.Sprintf("e-%d", i))
+		if _, err := js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		lag, active, _, _, err := k.poll(context.Background())
+		if err == nil && lag == 5 && active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint down: KEDA reads lag %d active %v (%v), want the 5 waiting deliveries", lag, active, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if lag, _ := consumerLag(t, js, domain.WebhookStream, tr.Metadata["consumer"]); lag != 5 {
+		t.Fatalf("the consumer has %d pending, KEDA read 5", lag)
+	}
+	down.Store(false)
+	waitIdle(t, map[string]*kedaScaler{tr.Name: k})
 }

@@ -29,6 +29,7 @@ import (
 
 	"maintsignals/functions/emitter"
 	"maintsignals/functions/notices"
+	"maintsignals/functions/webhook"
 	"maintsignals/infra/image/imagebuild"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
@@ -375,12 +376,13 @@ var drainOf = map[string]time.Duration{
 	"command": runtime.DefaultDrainTimeout,
 	"emitter": emitter.DefaultExportTimeout + 5*time.Second,
 	"notices": notices.DefaultRunTimeout + 5*time.Second,
+	"webhook": webhook.DefaultTimeout + 5*time.Second,
 }
 
 func checkPods(t *testing.T, r *rendered) {
 	t.Helper()
-	if len(r.deployments) != 3 || r.deployments["maint-command"] == nil || r.deployments["maint-emitter"] == nil || r.deployments["maint-notices"] == nil {
-		t.Fatalf("deployments %v, want maint-command, maint-emitter and maint-notices", slices.Sorted(mapsKeys(r.deployments)))
+	if len(r.deployments) != 4 || r.deployments["maint-command"] == nil || r.deployments["maint-emitter"] == nil || r.deployments["maint-notices"] == nil || r.deployments["maint-webhook"] == nil {
+		t.Fatalf("deployments %v, want maint-command, maint-emitter, maint-notices and maint-webhook", slices.Sorted(mapsKeys(r.deployments)))
 	}
 	type pod struct {
 		name string
@@ -567,6 +569,11 @@ func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartVa
 			if *min < 1 {
 				t.Errorf("%s: minReplicaCount %d, want at least 1 (every tick must be served)", target, *min)
 			}
+		case "maint-webhook":
+			// Its triggers cannot name every subscription: it must not wait for one to wake it.
+			if *min < 1 {
+				t.Errorf("webhook: minReplicaCount %d, want at least 1", *min)
+			}
 		}
 		if so.Spec.Fallback == nil || so.Spec.Fallback.Replicas < 1 {
 			t.Errorf("ScaledObject %s: no fallback (a missing consumer or an unreachable NATS would leave it at zero)", so.Name)
@@ -582,14 +589,16 @@ func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartVa
 				}
 			}
 			stream, consumer := tr.Metadata["stream"], tr.Metadata["consumer"]
-			if !slices.Contains(provisioned[stream], consumer) {
+			// The webhook function creates its subscriptions' consumers itself.
+			subscription := stream == domain.WebhookStream && strings.HasPrefix(consumer, domain.WebhookConsumerPrefix) && len(consumer) > len(domain.WebhookConsumerPrefix)
+			if !subscription && !slices.Contains(provisioned[stream], consumer) {
 				t.Errorf("ScaledObject %s: trigger on %s/%s, which provisioning does not create", so.Name, stream, consumer)
 			}
 			if triggered[stream+"/"+consumer] {
 				t.Errorf("two triggers on %s/%s", stream, consumer)
 			}
 			triggered[stream+"/"+consumer] = true
-			if want := map[string]string{"maint-command": domain.CommandsStream, "maint-emitter": domain.ScheduleStream, "maint-notices": domain.ScheduleStream}[target]; stream != want {
+			if want := map[string]string{"maint-command": domain.CommandsStream, "maint-emitter": domain.ScheduleStream, "maint-notices": domain.ScheduleStream, "maint-webhook": domain.WebhookStream}[target]; stream != want {
 				t.Errorf("ScaledObject %s: trigger on stream %s, want %s", so.Name, stream, want)
 			}
 			if tr.Metadata["account"] != "$G" {

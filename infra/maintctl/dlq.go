@@ -21,7 +21,7 @@ import (
 func (a *app) dlqCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "dlq",
-		Short: "List dead-lettered commands and send them through again",
+		Short: "List dead-lettered commands and webhook deliveries and send them again",
 		Long: `A command the command function could not handle goes to the ` + domain.DLQStream + ` stream with the
 reason, and its outcome event says dead_lettered: its retries ran out (the bucket or NATS was
 unavailable for longer than the backoff rides out) or the handler failed on it for good. A
@@ -29,7 +29,11 @@ rejected command is not a dead letter: it has its rejected outcome and is never 
 
 List the dead letters, fix the cause, then replay them: each goes through the command function
 again with its own command id, so a command that had in fact taken effect comes back as a
-duplicate and changes nothing.`,
+duplicate and changes nothing.
+
+A webhook delivery that its endpoint refused (a 4xx other than 408 and 429), or that failed for
+longer than the retries last, is a dead letter of its subscription (the WEBHOOK column). Its
+replay sends the same event, with the same webhook-id, to that subscription's endpoint again.`,
 		Example: "  maintctl dlq list\n  maintctl dlq replay 3 4\n  maintctl dlq replay --all",
 		Args:    cobra.NoArgs, // an unknown subcommand is an error, not this help
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -48,13 +52,25 @@ type letterJSON struct {
 	CommandID  string      `json:"commandId,omitempty"`
 	Deliveries int         `json:"deliveries"`
 	Reason     string      `json:"reason"`
+	// Subscription is set on a webhook delivery dead-lettered for that subscription; CommandID
+	// is then the event's id (its webhook-id).
+	Subscription string `json:"subscription,omitempty"`
 	// Body is the command as it was stored, when it is JSON; BodyText otherwise.
 	Body     json.RawMessage `json:"body,omitempty"`
 	BodyText string          `json:"bodyText,omitempty"`
 }
 
-// letterCommand reads what it can of a dead letter's command (resource ID, task).
+// letterCommand reads what it can of a dead letter's command (resource ID, task); of a
+// webhook delivery, the resource ID and task of its event.
 func letterCommand(l dlq.Letter) domain.Command {
+	if l.Subscription != "" {
+		var ev struct {
+			ResourceID string      `json:"resourceId"`
+			Task       domain.Task `json:"task"`
+		}
+		_ = json.Unmarshal(l.Body, &ev)
+		return domain.Command{ResourceID: ev.ResourceID, Task: ev.Task}
+	}
 	cmd, _ := domain.DecodeCommand(l.Body, l.Key, "")
 	return cmd
 }
@@ -63,7 +79,7 @@ func toLetterJSON(l dlq.Letter) letterJSON {
 	cmd := letterCommand(l)
 	doc := letterJSON{
 		Seq: l.Seq, At: l.At, Key: l.Key, ResourceID: cmd.ResourceID, Task: cmd.Task,
-		CommandID: l.CommandID, Deliveries: l.Deliveries, Reason: l.Reason,
+		CommandID: l.CommandID, Deliveries: l.Deliveries, Reason: l.Reason, Subscription: l.Subscription,
 	}
 	if json.Valid(l.Body) {
 		doc.Body = l.Body
@@ -123,15 +139,15 @@ does not name it), the task, the command id, how many times it was delivered and
 				return err
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tTIME\tRESOURCE\tTASK\tCOMMAND ID\tDELIVERIES\tREASON")
+			fmt.Fprintln(tw, "SEQ\tTIME\tRESOURCE\tTASK\tCOMMAND ID\tWEBHOOK\tDELIVERIES\tREASON")
 			for _, l := range letters {
 				c := letterCommand(l)
 				deliveries := "-"
 				if l.Deliveries > 0 {
 					deliveries = strconv.Itoa(l.Deliveries)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, fmtTime(l.At), resourceOrKey(l, c),
-					dash(string(c.Task)), dash(l.CommandID), deliveries, oneLine(dash(l.Reason), 80))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, fmtTime(l.At), resourceOrKey(l, c),
+					dash(string(c.Task)), dash(l.CommandID), dash(l.Subscription), deliveries, oneLine(dash(l.Reason), 80))
 			}
 			return tw.Flush()
 		},
@@ -147,6 +163,8 @@ type replayJSON struct {
 	CommandID  string      `json:"commandId,omitempty"`
 	Stream     string      `json:"stream"`    // where it was published again
 	StreamSeq  uint64      `json:"streamSeq"` // and its sequence there
+	// Subscription: a webhook delivery, sent to this subscription's endpoint again.
+	Subscription string `json:"subscription,omitempty"`
 }
 
 func (a *app) dlqReplayCommand() *cobra.Command {
@@ -242,10 +260,13 @@ func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64,
 		if ack != nil {
 			l := bySeq[seq]
 			c := letterCommand(l)
-			r := replayJSON{Seq: seq, Key: l.Key, ResourceID: c.ResourceID, Task: c.Task, CommandID: l.CommandID, Stream: ack.Stream, StreamSeq: ack.Sequence}
+			r := replayJSON{Seq: seq, Key: l.Key, ResourceID: c.ResourceID, Task: c.Task, CommandID: l.CommandID, Stream: ack.Stream, StreamSeq: ack.Sequence, Subscription: l.Subscription}
 			done = append(done, r)
-			a.log.Debug("dead letter replayed", "seq", seq, "command_id", r.CommandID, "key", r.Key, "stream_seq", r.StreamSeq)
-			if !a.json() {
+			a.log.Debug("dead letter replayed", "seq", seq, "command_id", r.CommandID, "key", r.Key, "stream_seq", r.StreamSeq, "subscription", r.Subscription)
+			if !a.json() && l.Subscription != "" {
+				fmt.Fprintf(a.stdout, "replayed dead letter %d: event %s for %s to webhook %s, now %s sequence %d\n",
+					seq, dash(r.CommandID), resourceOrKey(l, c), l.Subscription, ack.Stream, ack.Sequence)
+			} else if !a.json() {
 				fmt.Fprintf(a.stdout, "replayed dead letter %d: command %s (%s) for %s, now %s sequence %d\n",
 					seq, dash(r.CommandID), dash(string(r.Task)), resourceOrKey(l, c), ack.Stream, ack.Sequence)
 			}

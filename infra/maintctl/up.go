@@ -22,6 +22,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/functions/notices"
+	"maintsignals/functions/webhook"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/admin"
 	"maintsignals/shared/domain"
@@ -42,6 +43,7 @@ type functionEnv struct {
 	a    *app
 	tick time.Duration // the schedule interval, when known (up); 0 otherwise
 	emit emitFlags
+	up   bool // run by `maintctl up`, where the webhook function may have no subscription
 }
 
 // emitFlags configure the functions (the name stays for the emitter's flags, which came first).
@@ -57,6 +59,9 @@ type emitFlags struct {
 	requireSignatures bool
 	entityRate        float64
 	entityBurst       int
+
+	subscriptions string
+	fromStart     bool
 }
 
 func addEmitFlags(c *cobra.Command, f *emitFlags) {
@@ -70,6 +75,8 @@ func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().DurationVar(&f.maxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "command: a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
 	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of changes admitted per entity")
+	c.Flags().StringVar(&f.subscriptions, "subscriptions", "", `webhook: JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
+	c.Flags().BoolVar(&f.fromStart, "from-start", false, "webhook: a subscription seen for the first time starts at the oldest stored event (default: at new events); one with progress keeps it")
 }
 
 // authority loads the signing policy of --signers / --require-signatures (nil: none) and
@@ -141,6 +148,29 @@ var functions = []functionSpec{
 				Tick:       fe.tick,
 				Logger:     fe.a.log,
 				Meter:      fe.tel.Meter(notices.ScopeName),
+			})
+		},
+	},
+	{
+		name:  "webhook",
+		about: "delivers events and notices to the --subscriptions endpoints (signed CloudEvents)",
+		run: func(ctx context.Context, fe functionEnv) error {
+			if fe.emit.subscriptions == "" {
+				if !fe.up {
+					return errors.New("the webhook function needs --subscriptions FILE")
+				}
+				<-ctx.Done() // up without subscriptions: nothing to deliver
+				return nil
+			}
+			subs, err := webhook.LoadFile(fe.emit.subscriptions)
+			if err != nil {
+				return err
+			}
+			return webhook.Run(ctx, fe.js, webhook.Config{
+				Subscriptions: subs,
+				FromStart:     fe.emit.fromStart,
+				Log:           fe.a.log,
+				Meter:         fe.tel.Meter("maintsignals/functions/webhook"),
 			})
 		},
 	},
@@ -330,7 +360,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
 
-	err = a.runFunctions(ctx, functions, functionEnv{js: nr.functions, tel: tel, a: a, tick: f.tick, emit: f.emit}, func(names []string) {
+	err = a.runFunctions(ctx, functions, functionEnv{js: nr.functions, tel: tel, a: a, tick: f.tick, emit: f.emit, up: true}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
 		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
 	})

@@ -86,8 +86,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			[]string{domain.CommandPrefix + "*"},
 			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.DLQStream),
 			readStream(domain.NoticesStream),
-			// `maintctl dlq replay` deletes the dead letter it sent through again.
-			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream},
+			// `maintctl dlq replay` deletes the dead letter it sent through again; a webhook
+			// delivery's goes back to its subscription through MAINT_WEBHOOK.
+			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream, domain.WebhookReplayPrefix + ">"},
 		)
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleUpdater:
@@ -117,6 +118,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			// of its entity); a lone emitter reads the tick interval from the schedule; the
 			// notices function reads the last notice of an entity.
 			getOnly(domain.EventsStream), getOnly(domain.ScheduleStream), getOnly(domain.NoticesStream),
+			webhookFunction(),
 		)
 	case RoleReader:
 		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
@@ -182,6 +184,20 @@ func consume(s, c string) []string {
 	}
 }
 
+// webhookFunction is what the webhook function takes: it creates and serves its own durable
+// consumers on MAINT_WEBHOOK, one per subscription (the subscriptions are its configuration,
+// so that adding one needs no provisioning run), and unpins them when it stops. No other role
+// may reach that stream but an admin's replays: a subscription's progress cannot be moved,
+// read off or deleted by a reader.
+func webhookFunction() []string {
+	s := domain.WebhookStream
+	return append(consume(s, "*"),
+		api+"CONSUMER.CREATE."+s+".*",
+		api+"CONSUMER.CREATE."+s+".*.>",
+		api+"CONSUMER.UNPIN."+s+".*",
+	)
+}
+
 // adminPlane is the part of the JetStream API that only the operator may use: changing or
 // destroying streams (the bucket is stream KV_maintenance), consumers, the cluster.
 var adminPlane = []string{
@@ -224,6 +240,10 @@ func denied(r Role) []string {
 		// Only the functions write records, outcome events and dead letters: a forged
 		// "applied" event would make maintctl report a change that never happened.
 		d = append(d, KVSubjects, domain.EventPrefix+">", domain.DLQPrefix+">", domain.NoticePrefix+">")
+	}
+	if r != RoleAdmin {
+		// Only an admin's replay sends a webhook delivery again.
+		d = append(d, domain.WebhookReplayPrefix+">")
 	}
 	if r == RoleFunction || r == RoleReader {
 		d = append(d, domain.CommandPrefix+">")

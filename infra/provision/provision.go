@@ -215,6 +215,17 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Replicas:    c.Replicas,
 		},
 		{
+			Name:        domain.WebhookStream,
+			Description: "Maintenance-signal webhook feed: the events and notices, and deliveries sent again from the dead letters",
+			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
+			// The notices are added in Run when their stream exists.
+			Sources:   []*jetstream.StreamSource{{Name: domain.EventsStream}},
+			Retention: jetstream.LimitsPolicy,
+			MaxAge:    c.DLQMaxAge,
+			Storage:   c.Storage,
+			Replicas:  c.Replicas,
+		},
+		{
 			Name:              domain.ScheduleStream,
 			Description:       "Maintenance-signal emit schedule and its ticks",
 			Subjects:          []string{domain.ScheduleSubject, domain.TickSubject},
@@ -309,7 +320,16 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 	}
 	var rep Report
 	failed := map[string]bool{}
-	for _, sc := range Streams(c) {
+	streams := Streams(c)
+	for _, sc := range streams {
+		if sc.Name == domain.WebhookStream {
+			// The webhook feed takes the notices too when their stream is provisioned here or
+			// exists already (whatever the order of the streams).
+			_, err := js.Stream(ctx, domain.NoticesStream)
+			if err == nil || slices.ContainsFunc(streams, func(s jetstream.StreamConfig) bool { return s.Name == domain.NoticesStream }) {
+				sc.Sources = append(sc.Sources, &jetstream.StreamSource{Name: domain.NoticesStream})
+			}
+		}
 		ch := ensureStream(ctx, js, sc)
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
@@ -387,7 +407,17 @@ func streamDiff(have, want jetstream.StreamConfig) []string {
 	add("allow_msg_ttl", have.AllowMsgTTL != want.AllowMsgTTL)
 	add("max_msgs_per_subject", want.MaxMsgsPerSubject != 0 && have.MaxMsgsPerSubject != want.MaxMsgsPerSubject)
 	add("description", have.Description != want.Description)
+	add("sources", !slices.Equal(sourceNames(have.Sources), sourceNames(want.Sources)))
 	return d
+}
+
+// sourceNames compares sources by the streams they name (the server fills in the rest).
+func sourceNames(ss []*jetstream.StreamSource) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) Change {

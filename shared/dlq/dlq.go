@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,6 +29,12 @@ type Letter struct {
 	Deliveries int       `json:"deliveries"`
 	At         time.Time `json:"at"`
 	Body       []byte    `json:"body"`
+	// Subscription is set on a webhook delivery that was dead-lettered (README, Integrating): the body is
+	// the event or notice, CommandID its CloudEvents id, and a replay sends it to that
+	// subscription's endpoint again instead of through the command function.
+	Subscription string `json:"subscription,omitempty"`
+	// Header is the dead letter's headers (a webhook delivery's CloudEvents attributes).
+	Header nats.Header `json:"-"`
 }
 
 // ErrNotFound is returned when a dead letter does not exist.
@@ -64,8 +71,13 @@ func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
 }
 
 func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.Time) Letter {
-	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(runtime.HeaderDLQReason), Body: body, At: stored}
+	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(runtime.HeaderDLQReason), Body: body, At: stored,
+		Subscription: h.Get(domain.HeaderWebhookSubscription), Header: h}
 	l.Deliveries, _ = strconv.Atoi(h.Get(runtime.HeaderDLQDeliveries))
+	if l.Subscription != "" {
+		l.CommandID = h.Get(domain.HeaderCEID)
+		return l
+	}
 	if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
 		l.CommandID = cmd.ID
 	}
@@ -75,7 +87,8 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 	return l
 }
 
-// Replay sends dead letter seq through the command function again and removes it from the
+// Replay sends dead letter seq through the command function (a webhook delivery: to its
+// subscription's endpoint) again and removes it from the
 // dead-letter stream. The command keeps its id, so a command that was in fact applied comes
 // back as a duplicate, never as a second change. The copy is published without Nats-Msg-Id
 // so that the commands stream's de-duplication window does not swallow it.
@@ -94,6 +107,17 @@ func Replay(ctx context.Context, js jetstream.JetStream, seq uint64) (*jetstream
 	out := nats.NewMsg(domain.CommandSubject(domain.KeyFromSubject(raw.Subject)))
 	out.Data = raw.Data
 	out.Header.Set(HeaderReplayOf, strconv.FormatUint(seq, 10))
+	if sub := raw.Header.Get(domain.HeaderWebhookSubscription); sub != "" {
+		// A webhook delivery goes back to its subscription's endpoint, with the same
+		// CloudEvents attributes (so the same webhook-id): the webhook function reads it from
+		// the subscription's replay subject.
+		out.Subject = domain.WebhookReplaySubject(sub, domain.KeyFromSubject(raw.Subject))
+		for k, v := range raw.Header {
+			if strings.HasPrefix(k, "ce-") || k == domain.HeaderContentType {
+				out.Header[k] = v
+			}
+		}
+	}
 	// A signed command stays signed: the signature covers the body, which is unchanged.
 	for _, h := range []string{signing.HeaderSigner, signing.HeaderSignature} {
 		if v := raw.Header.Get(h); v != "" {

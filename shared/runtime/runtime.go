@@ -75,7 +75,11 @@ type Config struct {
 	// DeadLetterSubject maps a message to where its copy goes; nil disables dead letters
 	// (the message is then terminated with the reason logged).
 	DeadLetterSubject func(Message) string
-	OnDeadLetter      DeadLetterHook
+	// DecorateDeadLetter, when set, adjusts the dead letter's copy before it is published: a
+	// function that dead-letters one message several times for different reasons (a webhook
+	// per subscription) adds what tells the copies apart and gives each its own Nats-Msg-Id.
+	DecorateDeadLetter func(msg Message, out *nats.Msg)
+	OnDeadLetter       DeadLetterHook
 	// Concurrency is how many messages of one consumer run at once (default 1).
 	Concurrency int
 	// KeyOf, when set, serves the consumers in key order: each consumer must be pinned to one
@@ -510,6 +514,9 @@ func (r *runner) deadLetter(ctx context.Context, msg Message, reason string) err
 		out.Header.Set(HeaderDLQAt, time.Now().UTC().Format(time.RFC3339Nano))
 		// One copy per original message, however often this runs.
 		out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("dlq-%s-%d", msg.Stream, msg.Seq))
+		if r.cfg.DecorateDeadLetter != nil {
+			r.cfg.DecorateDeadLetter(msg, out)
+		}
 		if _, err := r.js.PublishMsg(ctx, out); err != nil {
 			return fmt.Errorf("copy to dead-letter stream: %w", err)
 		}

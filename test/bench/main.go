@@ -34,9 +34,10 @@ type sizes struct {
 	latencyRate   int
 	latencyFor    time.Duration
 	emitterCounts []int
+	webhookN      int
 }
 
-var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}}
+var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}, webhookN: 20000}
 
 func main() {
 	quick := flag.Bool("quick", false, "small sizes (a smoke run)")
@@ -70,7 +71,7 @@ func main() {
 	}
 }
 
-var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}}
+var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}, webhookN: 300}
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -103,12 +104,16 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "command latency at %d/s for %s: p50 %.1f ms, p99 %.1f ms\n", s.latencyRate, s.latencyFor, ms(p50), ms(p99))
+	wh, err := benchWebhook(ctx, js, s.webhookN, s.keys, out)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
 
 	if err := benchSyncAlways(ctx, s, raw, tp, out); err != nil {
 		return fmt.Errorf("sync always: %w", err)
 	}
 	if commandsOnly {
-		fmt.Fprintf(out, "ratio command_throughput %.2f\nms command_p99 %.1f\n", tp/raw, ms(p99))
+		fmt.Fprintf(out, "ratio command_throughput %.2f\nratio webhook_deliveries %.2f\nms command_p99 %.1f\n", tp/raw, wh, ms(p99))
 		return nil
 	}
 	em, err := benchEmitter(ctx, js, s.emitterCounts, out)
@@ -117,6 +122,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "ratio command_throughput %.2f\n", tp/raw)
+	fmt.Fprintf(out, "ratio webhook_deliveries %.2f\n", wh)
 	fmt.Fprintf(out, "ratio emitter_100k %.2f\n", em.ratio100k)
 	fmt.Fprintf(out, "ratio emitter_growth %.2f\n", em.growth)
 	fmt.Fprintf(out, "mb emitter_1m_peak %.0f\n", mb(em.peakLargest))

@@ -14,7 +14,7 @@ func TestRun_SmokeRunPrintsEveryFigure(t *testing.T) {
 	if err := run(context.Background(), smoke, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"ratio command_throughput ", "ratio emitter_100k ", "ratio emitter_growth ", "mb emitter_1m_peak ", "ms command_p99 "} {
+	for _, line := range []string{"ratio command_throughput ", "ratio emitter_100k ", "ratio emitter_growth ", "mb emitter_1m_peak ", "ms command_p99 ", "ratio webhook_deliveries ", "deliveries/s"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("output lacks %q:\n%s", line, out.String())
 		}

@@ -11,8 +11,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/functions/notices"
+	"maintsignals/functions/webhook"
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/client"
@@ -157,11 +161,15 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	})
 
 	// The command, emitter and notices functions run as their users until the end of the test,
-	// unless the stack runs its own.
+	// unless the stack runs its own. The webhook function (a function-role party) delivers to
+	// this endpoint.
+	var hooks atomic.Int64
+	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hooks.Add(1) }))
+	t.Cleanup(hookSrv.Close)
 	if o.RunFunctions {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
-		errs := make(chan error, 3)
+		errs := make(chan error, 4)
 		tel, err := telemetry.Setup(ctx, telemetry.Config{Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
@@ -177,6 +185,27 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			defer wg.Done()
 			errs <- emitter.Run(ctx, p["emitter"].JS, tel, emitter.Config{Tick: time.Second, Logger: quiet})
 		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- webhook.Run(ctx, p["emitter"].JS, webhook.Config{Log: quiet, Subscriptions: []webhook.Subscription{
+				{Name: "roles", URL: hookSrv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}})
+		}()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := op.JS.Consumer(ctxT(t, time.Second), domain.WebhookStream, domain.WebhookConsumer("roles")); err == nil {
+				break
+			}
+			select {
+			case err := <-errs:
+				cancel()
+				t.Fatalf("a function stopped: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatal("the webhook function did not create its consumers")
+			}
+		}
 		t.Cleanup(func() {
 			cancel()
 			wg.Wait()
@@ -270,6 +299,18 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			t.Errorf("dead letters after the replay: %+v, %v", letters, err)
 		}
 	})
+
+	if o.RunFunctions {
+		t.Run("the webhook function delivers the events", func(t *testing.T) {
+			ctx := ctxT(t, 10*time.Second)
+			for hooks.Load() < 4 && ctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := hooks.Load(); n < 4 {
+				t.Fatalf("%d deliveries, want the 4 events", n)
+			}
+		})
+	}
 
 	t.Run("the functions acknowledge what they handle", func(t *testing.T) {
 		ctx := ctxT(t, 15*time.Second)
@@ -406,6 +447,15 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		{"delete a function's consumer", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteConsumer(ctx, domain.CommandsStream, domain.CommandConsumer(0))
 		})},
+		{"take over a webhook subscription's consumer", []string{"admin", "updater", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, domain.WebhookStream, jetstream.ConsumerConfig{Durable: domain.WebhookConsumer("roles"), AckPolicy: jetstream.AckExplicitPolicy})
+			return err
+		})},
+		{"read the webhook feed", []string{"admin", "updater", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.OrderedConsumer(ctx, domain.WebhookStream, jetstream.OrderedConsumerConfig{})
+			return err
+		})},
+		{"send a webhook delivery again", []string{"updater", "command", "emitter", "reader"}, publish(domain.WebhookReplaySubject("roles", key))},
 		{"create a consumer on the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.CreateConsumer(ctx, domain.CommandsStream, jetstream.ConsumerConfig{Durable: "thief", AckPolicy: jetstream.AckExplicitPolicy})
 			return err

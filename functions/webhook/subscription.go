@@ -1,0 +1,161 @@
+package webhook
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"maintsignals/shared/domain"
+)
+
+// Subscription is one integrator's endpoint and what it wants (README, Integrating).
+type Subscription struct {
+	// Name identifies the subscription: its durable progress (consumer webhook-<name>) and its
+	// dead letters. Renaming a subscription starts a new one.
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// Secret is the Standard Webhooks signing secret, "whsec_" + base64. Never logged.
+	Secret string `json:"secret"`
+	// Types are the ce-type values delivered; empty delivers every type.
+	Types []string `json:"types,omitempty"`
+	// States are the resulting states delivered (an event's "to", a notice's "state"); empty
+	// delivers every state.
+	States []domain.State `json:"states,omitempty"`
+	// ResourcePrefix keeps events whose resource ID starts with it (compared without regard to
+	// case, as resource IDs are).
+	ResourcePrefix string `json:"resourcePrefix,omitempty"`
+	// CAFile, when set, is the only authority an HTTPS endpoint's certificate is checked against;
+	// otherwise the system roots (extended by SSL_CERT_FILE) are.
+	CAFile string `json:"caFile,omitempty"`
+
+	key   []byte
+	roots *x509.CertPool
+}
+
+// String never shows the secret, so that a subscription printed by mistake leaks nothing.
+func (s Subscription) String() string {
+	return fmt.Sprintf("subscription %s → %s", s.Name, redactURL(s.URL))
+}
+
+// LogValue keeps the secret out of structured logs too.
+func (s Subscription) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ErrInvalidSubscription is wrapped by every subscriptions-file error.
+var ErrInvalidSubscription = errors.New("invalid subscription")
+
+// LoadFile reads and checks a subscriptions file: a JSON array of subscriptions.
+func LoadFile(path string) ([]Subscription, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("subscriptions: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse reads and checks subscriptions from JSON. Unknown fields are refused, so that a
+// misspelt filter does not silently deliver everything.
+func Parse(b []byte) ([]Subscription, error) {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var subs []Subscription
+	if err := dec.Decode(&subs); err != nil {
+		return nil, fmt.Errorf("%w: subscriptions file must be a JSON array of subscriptions: %w", ErrInvalidSubscription, err)
+	}
+	seen := map[string]bool{}
+	for i := range subs {
+		s := &subs[i]
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("%w: subscription %d (%q): %w", ErrInvalidSubscription, i, s.Name, err)
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("%w: subscription name %q used twice", ErrInvalidSubscription, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return subs, nil
+}
+
+func (s *Subscription) check() error {
+	if !nameRE.MatchString(s.Name) {
+		return errors.New("name must be 1-64 of [A-Za-z0-9_-]")
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("url must be an absolute http(s) URL, got %q", redactURL(s.URL))
+	}
+	if !strings.HasPrefix(s.Secret, "whsec_") {
+		return errors.New(`secret must be "whsec_" followed by base64 (Standard Webhooks)`)
+	}
+	s.key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(s.Secret, "whsec_"))
+	if err != nil || len(s.key) < 16 {
+		return errors.New(`secret must be "whsec_" followed by the base64 of at least 16 bytes`)
+	}
+	for _, t := range s.Types {
+		if !slices.Contains(domain.CETypes, t) {
+			return fmt.Errorf("type %q is not one of %s", t, strings.Join(domain.CETypes, ", "))
+		}
+	}
+	for _, st := range s.States {
+		if !st.Valid() {
+			return fmt.Errorf("state %q is not one of %v (matched exactly)", st, domain.States)
+		}
+	}
+	if s.roots, err = rootsFor(s.CAFile); err != nil {
+		return err
+	}
+	return nil
+}
+
+// rootsFor is the pool HTTPS endpoints are verified against: the CA file alone when given,
+// else the system roots plus SSL_CERT_FILE (Go reads that variable instead of the system
+// bundle; here it adds to it).
+func rootsFor(caFile string) (*x509.CertPool, error) {
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("caFile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("caFile %s: no PEM certificate in it", caFile)
+		}
+		return pool, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if f := os.Getenv("SSL_CERT_FILE"); f != "" {
+		if pem, err := os.ReadFile(f); err == nil {
+			pool.AppendCertsFromPEM(pem)
+		}
+	}
+	return pool, nil
+}
+
+func (s *Subscription) tlsConfig() *tls.Config {
+	return &tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS12}
+}
+
+// redactURL keeps only the scheme and host of an endpoint: its path or query may hold a token.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// Key is the decoded signing secret.
+func (s Subscription) Key() []byte { return s.key }

@@ -1,0 +1,177 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/functions/command"
+	"maintsignals/functions/webhook"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/test/testenv"
+)
+
+// Commands go through the real command function; each subscription gets exactly the events its
+// filters keep, as valid CloudEvents signed per Standard Webhooks, in order per cluster.
+func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
+	env := testenv.Start(t)
+	all, applied, pending, prefixed := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
+	urls := map[string]string{}
+	for name, rc := range map[string]*receiver{"all": all, "applied": applied, "pending": pending, "prefixed": prefixed} {
+		srv := httptest.NewServer(rc)
+		t.Cleanup(srv.Close)
+		urls[name] = srv.URL + "/hooks/maint?token=abc"
+	}
+	subA, subB, subC, subD := sub("all", urls["all"]), sub("applied", urls["applied"]), sub("pending", urls["pending"]), sub("prefixed", urls["prefixed"])
+	subB.Types = []string{domain.CETypeApplied}
+	subC.States = []domain.State{domain.StatePending}
+	subD.ResourcePrefix = cluster(1)[:len(cluster(1))-2] + "C1" // any casing of …/c1
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = command.Run(ctx, env.JS, command.Config{}) }()
+	steps := []domain.Command{
+		{ID: "a1", ResourceID: cluster(1), Task: domain.TaskPending},
+		{ID: "b1", ResourceID: cluster(2), Task: domain.TaskPending},
+		{ID: "a2", ResourceID: cluster(1), Task: domain.TaskEverything},
+		{ID: "b2", ResourceID: cluster(2), Task: domain.TaskUpdateSucceeded}, // rejected: no update
+		{ID: "a3", ResourceID: cluster(1), Task: domain.TaskUpdateSucceeded},
+		{ID: "c1", ResourceID: cluster(10), Task: domain.TaskPending}, // …/c10: not under the …/c1 prefix? it is: a prefix
+	}
+	for _, c := range steps {
+		b, _ := c.Encode()
+		m := nats.NewMsg(domain.CommandSubject(domain.MustKey(c.ResourceID)))
+		m.Data = b
+		m.Header.Set(domain.HeaderMsgID, c.ID)
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "every event delivered to the unfiltered subscription", func() bool { return len(all.succeeded()) == len(steps) })
+	ids := func(ds []delivery) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.id[:2])
+		}
+		slices.Sort(out)
+		return out
+	}
+	time.Sleep(300 * time.Millisecond) // the filtered ones had the same time to arrive
+	for _, c := range []struct {
+		rc   *receiver
+		want []string
+	}{
+		{applied, []string{"a1", "a2", "a3", "b1", "c1"}},
+		{pending, []string{"a1", "b1", "b2", "c1"}}, // b2 is rejected in Pending: its resulting state is Pending
+		{prefixed, []string{"a1", "a2", "a3", "c1"}},
+	} {
+		if got := ids(c.rc.succeeded()); !slices.Equal(got, c.want) {
+			t.Errorf("delivered %v, want %v", got, c.want)
+		}
+	}
+	got := all.succeeded()
+	var c1 []string
+	for _, d := range got {
+		if d.subject == cluster(1) {
+			c1 = append(c1, d.id[:2])
+		}
+		if d.ceType == "" {
+			t.Errorf("delivery %s has no type", d.id)
+		}
+	}
+	if !slices.Equal(c1, []string{"a1", "a2", "a3"}) {
+		t.Fatalf("cluster 1 deliveries %v, want in command order", c1)
+	}
+	if n := len(all.requests()); n != len(steps) {
+		t.Fatalf("%d requests for %d events: nothing should have been retried", n, len(steps))
+	}
+}
+
+// A new subscription starts at the events stored after it; with FromStart at the oldest. A
+// subscription that has progress keeps it whatever FromStart says.
+func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
+	env := testenv.Start(t)
+	old := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
+	// "New" is new to the webhook feed, which sources the events stream.
+	waitFor(t, 5*time.Second, "the event in the webhook feed", func() bool {
+		s, err := env.JS.Stream(context.Background(), domain.WebhookStream)
+		return err == nil && s.CachedInfo().State.Msgs == 1
+	})
+	rcNew, rcAll := newReceiver(t, nil), newReceiver(t, nil)
+	srvNew, srvAll := httptest.NewServer(rcNew), httptest.NewServer(rcAll)
+	t.Cleanup(srvNew.Close)
+	t.Cleanup(srvAll.Close)
+	stop := start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("new", srvNew.URL)}})
+	stop2 := start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("all", srvAll.URL)}, FromStart: true})
+	fresh := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
+	waitFor(t, 10*time.Second, "the new event delivered to both", func() bool {
+		return len(rcNew.succeeded()) == 1 && len(rcAll.succeeded()) == 2
+	})
+	if rcNew.succeeded()[0].id != fresh {
+		t.Fatalf("new subscription got %s, want only %s (not %s)", rcNew.succeeded()[0].id, fresh, old)
+	}
+	stop()
+	stop2()
+	// Restarted with FromStart, the existing subscription goes on from where it was.
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("new", srvNew.URL)}, FromStart: true})
+	third := publishEvent(t, env.JS, cluster(1), 3, domain.StatePending)
+	waitFor(t, 10*time.Second, "the third event", func() bool { return len(rcNew.succeeded()) == 2 })
+	time.Sleep(200 * time.Millisecond)
+	if got := rcNew.succeeded(); got[1].id != third || len(rcNew.requests()) != 2 {
+		t.Fatalf("after restart: %v", got)
+	}
+}
+
+var _ = http.StatusOK
+
+// Notices reach the webhooks once their stream exists and provisioning has run again: the feed
+// then sources them too, and the filters read a notice's type and state.
+func TestWebhook_DeliversNoticesOnceTheirStreamExists(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: domain.NoticesStream, Subjects: []string{domain.NoticePrefix + "*"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provision.Run(ctx, env.JS, env.Config); err != nil {
+		t.Fatalf("provision again: %v", err)
+	}
+	rc := newReceiver(t, nil)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	due := sub("due", srv.URL)
+	due.Types = []string{domain.CETypeNoticeDue, domain.CETypeApplied}
+	due.States = []domain.State{domain.StatePending}
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{due}})
+	notice := func(id, kind string, state domain.State) {
+		m := nats.NewMsg(domain.NoticePrefix + domain.MustKey(cluster(1)))
+		m.Data = []byte(`{"noticeId":"` + id + `","kind":"` + kind + `","resourceId":"` + cluster(1) + `","state":"` + string(state) + `"}`)
+		m.Header.Set(domain.HeaderMsgID, id)
+		domain.SetCloudEventHeaders(m.Header, domain.NoticeCEType(kind), id, cluster(1), time.Now())
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notice("n-1", "reminder", domain.StatePending) // type filtered out
+	notice("n-2", "due", domain.StatePlanned)      // state filtered out
+	notice("n-3", "due", domain.StatePending)
+	ev := publishEvent(t, env.JS, cluster(1), 4, domain.StatePending)
+	waitFor(t, 10*time.Second, "the due notice and the event", func() bool { return len(rc.succeeded()) == 2 })
+	time.Sleep(200 * time.Millisecond)
+	// The feed sources the two streams side by side: each keeps its own order, but an event and
+	// a notice stored close together may come in either order.
+	types := map[string]string{}
+	for _, d := range rc.succeeded() {
+		types[d.id] = d.ceType
+	}
+	if len(rc.requests()) != 2 || types["n-3"] != domain.CETypeNoticeDue || types[ev] != domain.CETypeApplied {
+		t.Fatalf("delivered %v", types)
+	}
+}

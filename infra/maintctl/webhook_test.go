@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"maintsignals/shared/domain"
+)
+
+const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// `maintctl function webhook --subscriptions FILE` delivers; a refused delivery is listed by
+// `dlq list` under its subscription and `dlq replay` sends it to that endpoint again, with the
+// same webhook-id.
+func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
+	s := startStack(t, stackOpts{noFunction: true})
+	c := newCLI(t, s)
+	var (
+		mu     sync.Mutex
+		ids    []string
+		refuse = true
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		ids = append(ids, r.Header.Get("webhook-id")+" "+r.Header.Get("ce-type"))
+		if refuse {
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "subscriptions.json")
+	subs := fmt.Sprintf(`[{"name":"crm","url":%q,"secret":%q,"types":["io.maintsignals.command.applied"]}]`, srv.URL+"/hook", webhookSecret)
+	if err := os.WriteFile(file, []byte(subs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() { done <- c.runCtx(ctx, "function", "webhook", "--subscriptions", file) }()
+	waitFor(t, "the subscription's consumer", 20*time.Second, func() bool {
+		_, err := s.JS.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer("crm"))
+		return err == nil
+	})
+
+	m := nats.NewMsg(domain.EventSubject(domain.MustKey(testID)))
+	m.Data, _ = domain.EncodeEvent(domain.Event{CommandID: "w-1", ResourceID: testID, Task: domain.TaskPending, Outcome: domain.OutcomeApplied, To: domain.StatePending, At: time.Now()})
+	m.Header.Set(domain.HeaderMsgID, "w-1:1")
+	domain.SetCloudEventHeaders(m.Header, domain.CETypeApplied, "w-1:1", testID, time.Now())
+	if _, err := s.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	waitFor(t, "the refused delivery in the dead letters", 10*time.Second, func() bool {
+		out = c.ok("dlq", "list")
+		return strings.Contains(out, "crm")
+	})
+	mustContain(t, "dlq list", out, "WEBHOOK", testID, "Pending", "w-1:1", "crm", "HTTP 404")
+	docs := decodeJSON[[]letterJSON](t, c.ok("dlq", "list", "-o", "json"))
+	if len(docs) != 1 || docs[0].Subscription != "crm" || docs[0].CommandID != "w-1:1" || docs[0].ResourceID != testID {
+		t.Fatalf("dlq list -o json = %+v", docs)
+	}
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	seq := strconv.FormatUint(docs[0].Seq, 10)
+	mustContain(t, "replay", c.ok("dlq", "replay", seq), "replayed dead letter "+seq+": event w-1:1", "to webhook crm", "now MAINT_WEBHOOK sequence ")
+	waitFor(t, "the replayed delivery", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ids) == 2
+	})
+	mu.Lock()
+	if ids[0] != "w-1:1 io.maintsignals.command.applied" || ids[1] != ids[0] {
+		t.Errorf("deliveries %q: want the same webhook-id and type twice", ids)
+	}
+	mu.Unlock()
+	mustContain(t, "dlq list after replay", c.ok("dlq", "list"), "no dead letter")
+	cancel()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("function webhook: %v\n%s", r.err, r.stderr)
+	}
+	if strings.Contains(r.stderr, webhookSecret) || strings.Contains(r.stderr, "/hook") {
+		t.Fatalf("the logs show the secret or the endpoint's path:\n%s", r.stderr)
+	}
+}
+
+func TestFunctionWebhook_NeedsValidSubscriptions(t *testing.T) {
+	s := startStack(t, stackOpts{noFunction: true})
+	c := newCLI(t, s)
+	if r := c.run("function", "webhook"); r.err == nil || !strings.Contains(r.err.Error(), "--subscriptions") {
+		t.Fatalf("without --subscriptions: %v", r.err)
+	}
+	file := filepath.Join(t.TempDir(), "subscriptions.json")
+	_ = os.WriteFile(file, []byte(`[{"name":"x","url":"https://example.com","secret":"whsec_c2hvcnQ="}]`), 0o600)
+	if r := c.run("function", "webhook", "--subscriptions", file); r.err == nil || !strings.Contains(r.err.Error(), "at least 16 bytes") || strings.Contains(r.err.Error(), "c2hvcnQ") {
+		t.Fatalf("bad secret: %v", r.err)
+	}
+}
