@@ -29,12 +29,7 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 		noLease bool
 	}{{"lease", false}, {"record", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := testenv.StartListening(t)
-			u, err := url.Parse(env.Server.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			link := testenv.StartLink(t, u.Host)
+			env, link := linkedEnv(t)
 			key := domain.MustKey(cluster)
 
 			held, gate := make(chan struct{}), make(chan struct{})
@@ -119,12 +114,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 // holds an entity's command gives the command up; when it is back, a newer command of the same
 // entity must wait until the given-up one has come back and run, not overtake it.
 func TestHandle_ReconnectedReplicaKeepsEntityOrder(t *testing.T) {
-	env := testenv.StartListening(t)
-	u, err := url.Parse(env.Server.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := testenv.StartLink(t, u.Host)
+	env, link := linkedEnv(t)
 	key := domain.MustKey(cluster)
 	held, gate := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -152,4 +142,16 @@ func TestHandle_ReconnectedReplicaKeepsEntityOrder(t *testing.T) {
 		evs[0].Outcome != domain.OutcomeApplied || evs[1].Outcome != domain.OutcomeApplied || evs[1].From != domain.StatePending {
 		t.Fatalf("outcomes %+v, want c-1 then c-2 applied (Pending -> Planned)", evs)
 	}
+}
+
+// linkedEnv is a server listening on loopback and a Link in front of it, for a replica whose
+// network the test cuts.
+func linkedEnv(t *testing.T) (*testenv.Env, *testenv.Link) {
+	t.Helper()
+	env := testenv.StartListening(t)
+	u, err := url.Parse(env.Server.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, testenv.StartLink(t, u.Host)
 }

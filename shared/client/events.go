@@ -43,13 +43,26 @@ func (c *Client) EachEvent(ctx context.Context, resourceID string, fn func(Store
 }
 
 func (c *Client) eachEvent(ctx context.Context, subject string, fn func(StoredEvent) error) error {
-	s, err := c.JS.Stream(ctx, domain.EventsStream)
+	return c.eachStored(ctx, domain.EventsStream, subject, "history", func(data []byte, seq uint64) error {
+		ev, err := domain.DecodeEvent(data)
+		if err != nil {
+			c.log.Warn("skipping an outcome event that does not decode", "seq", seq, "error", err)
+			return nil
+		}
+		return fn(StoredEvent{Event: ev, Seq: seq})
+	})
+}
+
+// eachStored calls fn with every message of stream under subject, oldest first, in one
+// ordered pass that ends at the last message stored when it starts; what names the errors.
+func (c *Client) eachStored(ctx context.Context, stream, subject, what string, fn func(data []byte, seq uint64) error) error {
+	s, err := c.JS.Stream(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("history: %w", notProvisioned(err))
+		return fmt.Errorf("%s: %w", what, notProvisioned(err))
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {
-		return fmt.Errorf("history: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	var n uint64
 	for _, v := range info.State.Subjects {
@@ -63,26 +76,23 @@ func (c *Client) eachEvent(ctx context.Context, subject string, fn func(StoredEv
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return fmt.Errorf("history: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
 	if err != nil {
-		return fmt.Errorf("history: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer it.Stop()
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			return fmt.Errorf("history: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		md, err := msg.Metadata()
 		if err != nil {
-			return fmt.Errorf("history: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		ev, derr := domain.DecodeEvent(msg.Data())
-		if derr != nil {
-			c.log.Warn("skipping an outcome event that does not decode", "seq", md.Sequence.Stream, "error", derr)
-		} else if err := fn(StoredEvent{Event: ev, Seq: md.Sequence.Stream}); err != nil {
+		if err := fn(msg.Data(), md.Sequence.Stream); err != nil {
 			return err
 		}
 		if md.NumPending == 0 {

@@ -48,52 +48,14 @@ func (c *Client) Notices(ctx context.Context, resourceID string) ([]domain.Notic
 }
 
 func (c *Client) eachNotice(ctx context.Context, subject string, fn func(StoredNotice) error) error {
-	s, err := c.JS.Stream(ctx, domain.NoticesStream)
-	if err != nil {
-		return fmt.Errorf("notices: %w", notProvisioned(err))
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return fmt.Errorf("notices: %w", err)
-	}
-	var n uint64
-	for _, v := range info.State.Subjects {
-		n += v
-	}
-	if n == 0 {
-		return nil
-	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("notices: %w", err)
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
-		return fmt.Errorf("notices: %w", err)
-	}
-	defer it.Stop()
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+	return c.eachStored(ctx, domain.NoticesStream, subject, "notices", func(data []byte, seq uint64) error {
+		nt, err := domain.DecodeNotice(data)
 		if err != nil {
-			return fmt.Errorf("notices: %w", err)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("notices: %w", err)
-		}
-		nt, derr := domain.DecodeNotice(msg.Data())
-		if derr != nil {
-			c.log.Warn("skipping a notice that does not decode", "seq", md.Sequence.Stream, "error", derr)
-		} else if err := fn(StoredNotice{Notice: nt, Seq: md.Sequence.Stream}); err != nil {
-			return err
-		}
-		if md.NumPending == 0 {
+			c.log.Warn("skipping a notice that does not decode", "seq", seq, "error", err)
 			return nil
 		}
-	}
+		return fn(StoredNotice{Notice: nt, Seq: seq})
+	})
 }
 
 // NoticeWatcher delivers lifecycle notices live.
