@@ -16,7 +16,7 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/test/testenv"
 )
 
@@ -26,10 +26,10 @@ import (
 func TestOutcomeEvents_AreCloudEvents(t *testing.T) {
 	env := testenv.Start(t)
 	// Commands whose id starts with "dl-" fail for good: they are dead-lettered.
-	poison := func(h runtime.Handler) runtime.Handler {
-		return func(ctx context.Context, msg runtime.Message) error {
+	poison := func(h function.Handler) function.Handler {
+		return func(ctx context.Context, msg function.Message) error {
 			if bytes.Contains(msg.Data, []byte(`"id":"dl-`)) {
-				return runtime.Permanent(errors.New("injected poison"))
+				return function.Permanent(errors.New("injected poison"))
 			}
 			return h(ctx, msg)
 		}

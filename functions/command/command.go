@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
 )
@@ -63,7 +63,7 @@ const maxConflicts = 5
 // Handle applies one command message: gate (decode, signature), load, decide, commit. It
 // returns nil when the command has its outcome (applied, rejected or duplicate) published, and
 // an error when the work must be retried.
-func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
+func Handle(ctx context.Context, d Deps, msg function.Message) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	msgID := msg.Header.Get(domain.HeaderMsgID)
 	cmd, rej := d.decode(msg, key, msgID)
@@ -106,7 +106,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 		}
 		// Commit only while this replica still holds the command: one that lost it (cut off,
 		// its lease run out, its pin moved) leaves it to the replica that has it now.
-		if err := runtime.Holding(ctx); err != nil {
+		if err := function.Holding(ctx); err != nil {
 			return err
 		}
 		newRev, err := d.Records.Put(ctx, key, cur, dec.Next)
@@ -133,7 +133,7 @@ func Handle(ctx context.Context, d Deps, msg runtime.Message) error {
 // answered reports whether a redelivered command already has its outcome: events of an entity
 // are published in command order, so if the last one answers this command, it was handled and
 // only the ack was lost.
-func (d Deps) answered(ctx context.Context, key string, cmd domain.Command, msg runtime.Message) (bool, error) {
+func (d Deps) answered(ctx context.Context, key string, cmd domain.Command, msg function.Message) (bool, error) {
 	if msg.Delivered <= 1 || d.Answered == nil {
 		return false, nil
 	}
@@ -166,7 +166,7 @@ func (d Deps) load(ctx context.Context, key string, fresh bool) (store.Versioned
 // decode reads and checks a command: its signature over the exact body first (an unauthorized
 // sender gets no further), then its content, then whether the signer may send its task. A
 // verified signer's configured name replaces the self-declared actor.
-func (d Deps) decode(msg runtime.Message, key, msgID string) (domain.Command, *domain.Rejection) {
+func (d Deps) decode(msg function.Message, key, msgID string) (domain.Command, *domain.Rejection) {
 	var signer *signing.Signer
 	if d.Auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
 		var rej *domain.Rejection
@@ -197,7 +197,7 @@ func (d Deps) decode(msg runtime.Message, key, msgID string) (domain.Command, *d
 // signature does not hold). The record is read only to report its state, and to see whether
 // the command was handled already (a late copy from a replica that lost it); a rejection never
 // writes it.
-func (d Deps) reject(ctx context.Context, key string, msg runtime.Message, cmd domain.Command, rej *domain.Rejection) error {
+func (d Deps) reject(ctx context.Context, key string, msg function.Message, cmd domain.Command, rej *domain.Rejection) error {
 	state := domain.StateNone
 	var rev uint64
 	if key != "" {
@@ -229,7 +229,7 @@ func (d Deps) rejected(ctx context.Context, key string, cmd domain.Command, ev d
 // the record shows the command was applied and only its event failed (then the applied event
 // is published: an outcome is never replaced by a wrong one), or that it was handled before
 // (a late copy: its outcome exists).
-func DeadLetter(ctx context.Context, d Deps, msg runtime.Message, reason string) error {
+func DeadLetter(ctx context.Context, d Deps, msg function.Message, reason string) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	cmd, _ := domain.DecodeCommand(msg.Data, key, "")
 	if cmd.ID == "" {
@@ -267,7 +267,7 @@ func (d Deps) republish(ctx context.Context, key string, rec domain.Record, rev 
 // else is worth retrying.
 func readError(err error) error {
 	if errors.Is(err, store.ErrCorruptRecord) {
-		return runtime.Permanent(fmt.Errorf("read record: %w", err))
+		return function.Permanent(fmt.Errorf("read record: %w", err))
 	}
 	return fmt.Errorf("read record: %w", err)
 }
@@ -286,7 +286,7 @@ func eventMsgID(commandID string, seq uint64) string {
 func (d Deps) publish(ctx context.Context, key, msgID string, ev domain.Event) error {
 	b, err := domain.EncodeEvent(ev)
 	if err != nil {
-		return runtime.Permanent(err)
+		return function.Permanent(err)
 	}
 	out := nats.NewMsg(domain.EventSubject(key))
 	out.Data = b

@@ -9,7 +9,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
@@ -141,8 +141,8 @@ func TestHandle_WriteWithoutEventIsCompletedOnRedelivery(t *testing.T) {
 func TestHandle_AckLostAfterEventPublishesNothingNew(t *testing.T) {
 	env := testenv.Start(t)
 	var failed bool
-	loseAck := func(h runtime.Handler) runtime.Handler {
-		return func(ctx context.Context, m runtime.Message) error {
+	loseAck := func(h function.Handler) function.Handler {
+		return func(ctx context.Context, m function.Message) error {
 			err := h(ctx, m)
 			if err == nil && !failed {
 				failed = true // the handler dies after the event, before the ack
@@ -225,7 +225,7 @@ func TestHandle_ExhaustedRetriesAreDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no dead letter: %v", err)
 	}
-	if r := m.Header.Get(runtime.HeaderDLQReason); !strings.Contains(r, "gave up after 3 deliveries") {
+	if r := m.Header.Get(function.HeaderDLQReason); !strings.Contains(r, "gave up after 3 deliveries") {
 		t.Fatalf("dead-letter reason %q", r)
 	}
 	// The cause goes away: the next command is applied, the dead letter did not block the entity.

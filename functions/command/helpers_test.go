@@ -13,13 +13,13 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
 // startReplicas runs n replicas of the command function until the test ends.
-func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wrap ...func(runtime.Handler) runtime.Handler) {
+func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wrap ...func(function.Handler) function.Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -35,7 +35,7 @@ func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := runtime.Run(ctx, env.JS, rc); err != nil {
+			if err := function.Run(ctx, env.JS, rc); err != nil {
 				t.Errorf("replica: %v", err)
 			}
 		}()

@@ -11,7 +11,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/test/testenv"
 )
 
@@ -35,14 +35,14 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 			held, gate := make(chan struct{}), make(chan struct{})
 			holding := make(chan error, 1)
 			var once sync.Once
-			startReplicaVia(t, link.URL(), func(next runtime.Handler) runtime.Handler {
-				return func(ctx context.Context, m runtime.Message) error {
+			startReplicaVia(t, link.URL(), func(next function.Handler) function.Handler {
+				return func(ctx context.Context, m function.Message) error {
 					if m.Header.Get(domain.HeaderMsgID) != "c-1" {
 						return next(ctx, m)
 					}
 					once.Do(func() { close(held) })
 					<-gate // stalled, whatever happens meanwhile
-					holding <- runtime.Holding(ctx)
+					holding <- function.Holding(ctx)
 					if tc.noLease {
 						ctx = context.Background()
 					}
@@ -64,7 +64,7 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 			close(gate)
 			// A now carries on with c-1 (None -> Pending, if it were applied again).
 			time.Sleep(3 * time.Second)
-			if err := <-holding; !tc.noLease && !errors.Is(err, runtime.ErrLeaseLost) {
+			if err := <-holding; !tc.noLease && !errors.Is(err, function.ErrLeaseLost) {
 				t.Errorf("replica A after the cut: Holding = %v, want ErrLeaseLost", err)
 			}
 			evs := readEvents(t, env.JS, domain.EventSubject(key))
@@ -79,7 +79,7 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 }
 
 // startReplicaVia runs one replica connected to NATS at url (a Link) until the test ends.
-func startReplicaVia(t *testing.T, url string, wrap func(runtime.Handler) runtime.Handler) {
+func startReplicaVia(t *testing.T, url string, wrap func(function.Handler) function.Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: url, Name: "replica-a"})
@@ -94,7 +94,7 @@ func startReplicaVia(t *testing.T, url string, wrap func(runtime.Handler) runtim
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := runtime.Run(ctx, conn.JS, rc); err != nil {
+		if err := function.Run(ctx, conn.JS, rc); err != nil {
 			t.Errorf("replica A: %v", err)
 		}
 	}()
@@ -118,8 +118,8 @@ func TestHandle_ReconnectedReplicaKeepsEntityOrder(t *testing.T) {
 	key := domain.MustKey(cluster)
 	held, gate := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	startReplicaVia(t, link.URL(), func(next runtime.Handler) runtime.Handler {
-		return func(ctx context.Context, m runtime.Message) error {
+	startReplicaVia(t, link.URL(), func(next function.Handler) function.Handler {
+		return func(ctx context.Context, m function.Message) error {
 			if m.Header.Get(domain.HeaderMsgID) == "c-1" && m.Delivered == 1 {
 				once.Do(func() { close(held) })
 				<-gate

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
 )
@@ -85,15 +85,15 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return runtime.Run(ctx, js, rc)
+	return function.Run(ctx, js, rc)
 }
 
 // Function builds the runtime configuration of a command-function replica.
-func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.Config, error) {
+func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (function.Config, error) {
 	if cfg.Records == nil {
 		st, err := store.Open(ctx, js)
 		if err != nil {
-			return runtime.Config{}, err
+			return function.Config{}, err
 		}
 		cfg.Records = st
 	}
@@ -102,11 +102,11 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 	}
 	m, err := NewMetrics(cfg.Meter)
 	if err != nil {
-		return runtime.Config{}, err
+		return function.Config{}, err
 	}
 	consumers, err := partitionConsumers(ctx, js)
 	if err != nil {
-		return runtime.Config{}, err
+		return function.Config{}, err
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -138,20 +138,20 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (runtime.
 		Rules: Rules{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
 		Cache: NewCache(cfg.CacheSize),
 	}
-	return runtime.Config{
+	return function.Config{
 		Name:              "command",
 		Stream:            domain.CommandsStream,
 		Consumers:         consumers,
-		Handler:           func(ctx context.Context, msg runtime.Message) error { return Handle(ctx, d, msg) },
+		Handler:           func(ctx context.Context, msg function.Message) error { return Handle(ctx, d, msg) },
 		MaxDeliver:        cfg.MaxDeliver,
-		DeadLetterSubject: func(msg runtime.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
-		OnDeadLetter: func(ctx context.Context, msg runtime.Message, reason string) error {
+		DeadLetterSubject: func(msg function.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
+		OnDeadLetter: func(ctx context.Context, msg function.Message, reason string) error {
 			return DeadLetter(ctx, d, msg, reason)
 		},
 		Logger:      cfg.Log,
 		Meter:       cfg.Meter,
 		Concurrency: cfg.Concurrency,
-		KeyOf:       func(msg runtime.Message) string { return domain.KeyFromSubject(msg.Subject) },
+		KeyOf:       func(msg function.Message) string { return domain.KeyFromSubject(msg.Subject) },
 	}, nil
 }
 

@@ -29,7 +29,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/shared/telemetry"
 )
@@ -73,7 +73,7 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 		tel:     tel,
 		log:     cfg.Logger.With("function", "emitter"),
 		health:  h,
-		runtime: tel.Meter("maintsignals/shared/runtime"),
+		runtime: tel.Meter("maintsignals/shared/function"),
 	}, nil
 }
 
@@ -82,8 +82,8 @@ func (e *Emitter) Close() error { return e.health.close() }
 
 // RuntimeConfig is how the function runtime serves the emitter: the durable emitter consumer
 // of the schedule stream, one tick at a time, every tick acknowledged (see the package doc).
-func (e *Emitter) RuntimeConfig() runtime.Config {
-	return runtime.Config{
+func (e *Emitter) RuntimeConfig() function.Config {
+	return function.Config{
 		Name:      "emitter",
 		Stream:    domain.ScheduleStream,
 		Consumers: []string{domain.EmitterConsumer},
@@ -104,7 +104,7 @@ func Run(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 		return err
 	}
 	defer func() { _ = e.Close() }()
-	return runtime.Run(ctx, js, e.RuntimeConfig())
+	return function.Run(ctx, js, e.RuntimeConfig())
 }
 
 // Outcomes of a run, the outcome attribute of cluster.maintenance.emitter.runs.
@@ -115,7 +115,7 @@ const (
 )
 
 // Handle serves one tick. It always acknowledges it (returns nil): see the package doc.
-func (e *Emitter) Handle(ctx context.Context, msg runtime.Message) error {
+func (e *Emitter) Handle(ctx context.Context, msg function.Message) error {
 	log := e.log.With("tick_seq", msg.Seq, "tick_next", msg.Header.Get(jetstream.ScheduleNextHeader))
 	if msg.Pending > 0 {
 		// Ticks piled up while no emitter ran: only the newest needs a run, and it is waiting.

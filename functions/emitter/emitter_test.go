@@ -9,7 +9,7 @@ import (
 
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/test/otlpreceiver"
 )
 
@@ -315,7 +315,7 @@ func TestHandle_RunsOnlyForTheNewestTick(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := r.Len()
 			beforeRuns := counter(r, emitter.MetricRuns, tt.outcome)
-			if err := e.Handle(ctxT(t, 5*time.Second), runtime.Message{Subject: domain.TickSubject, Pending: tt.pending}); err != nil {
+			if err := e.Handle(ctxT(t, 5*time.Second), function.Message{Subject: domain.TickSubject, Pending: tt.pending}); err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
 			if err := tel.ForceFlush(ctxT(t, 5*time.Second)); err != nil {
@@ -352,7 +352,7 @@ func TestHandle_AcksAFailedRun(t *testing.T) {
 		t.Errorf("Emit to a stopped collector: err = %v, want ErrExport", err)
 	}
 	// The tick is acknowledged all the same: the next tick is the retry.
-	if err := e.Handle(ctxT(t, 5*time.Second), runtime.Message{Subject: domain.TickSubject}); err != nil {
+	if err := e.Handle(ctxT(t, 5*time.Second), function.Message{Subject: domain.TickSubject}); err != nil {
 		t.Errorf("Handle returned %v; a failed emission must not redeliver the tick", err)
 	}
 }

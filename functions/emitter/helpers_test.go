@@ -16,7 +16,7 @@ import (
 	"maintsignals/functions/emitter"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/otlpreceiver"
@@ -88,8 +88,8 @@ type ticks struct {
 }
 
 // wrap notes each tick as its handling starts.
-func (tk *ticks) wrap(replica string, h runtime.Handler) runtime.Handler {
-	return func(ctx context.Context, msg runtime.Message) error {
+func (tk *ticks) wrap(replica string, h function.Handler) function.Handler {
+	return func(ctx context.Context, msg function.Message) error {
 		tk.mu.Lock()
 		tk.list = append(tk.list, tick{replica: replica, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
 		tk.mu.Unlock()
@@ -120,7 +120,7 @@ func startEmitter(t testing.TB, js jetstream.JetStream, tel *telemetry.Telemetry
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runtime.Run(ctx, js, rc) }()
+	go func() { done <- function.Run(ctx, js, rc) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

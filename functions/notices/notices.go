@@ -35,7 +35,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 )
 
@@ -98,8 +98,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 // RuntimeConfig is how the function runtime serves the notices function: the durable notices
 // consumer of the schedule stream, one tick at a time, every tick acknowledged (the next tick
 // is the retry of a run that failed, deciding again from what is stored).
-func (n *Notifier) RuntimeConfig() runtime.Config {
-	return runtime.Config{
+func (n *Notifier) RuntimeConfig() function.Config {
+	return function.Config{
 		Name:         "notices",
 		Stream:       domain.ScheduleStream,
 		Consumers:    []string{domain.NoticesConsumer},
@@ -118,11 +118,11 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	return runtime.Run(ctx, js, n.RuntimeConfig())
+	return function.Run(ctx, js, n.RuntimeConfig())
 }
 
 // Handle serves one tick. It always acknowledges it (returns nil).
-func (n *Notifier) Handle(ctx context.Context, msg runtime.Message) error {
+func (n *Notifier) Handle(ctx context.Context, msg function.Message) error {
 	log := n.log.With("tick_seq", msg.Seq)
 	if msg.Pending > 0 {
 		log.Debug("tick skipped: a newer tick is waiting", "pending", msg.Pending)

@@ -8,7 +8,7 @@ import (
 
 	"maintsignals/functions/notices"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/test/testenv"
 )
 
@@ -319,7 +319,7 @@ func TestNotices_OnTheScheduleTick(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := runtime.Run(ctx, env.JS, n.RuntimeConfig()); err != nil {
+			if err := function.Run(ctx, env.JS, n.RuntimeConfig()); err != nil {
 				t.Errorf("notices function: %v", err)
 			}
 		}()

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 // Standard Webhooks 1.0 headers.
@@ -46,7 +46,7 @@ type item struct {
 }
 
 // itemOf reads a delivered message. The body is never changed: it is what is signed and sent.
-func itemOf(msg runtime.Message) item {
+func itemOf(msg function.Message) item {
 	var b struct {
 		ResourceID string       `json:"resourceId"`
 		Outcome    string       `json:"outcome"`
@@ -158,7 +158,7 @@ func HTTPClient(sub *Subscription, timeout time.Duration) *http.Client {
 func (s *sender) send(ctx context.Context, it item) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.sub.URL, bytes.NewReader(it.body))
 	if err != nil {
-		return 0, runtime.Permanent(fmt.Errorf("build request: %w", err))
+		return 0, function.Permanent(fmt.Errorf("build request: %w", err))
 	}
 	h := req.Header
 	// CloudEvents HTTP binary mode: the attributes as ce-* headers, the data as the body.
@@ -197,7 +197,7 @@ func (s *sender) send(ctx context.Context, it item) (int, error) {
 	case c == http.StatusRequestTimeout, c == http.StatusTooManyRequests, c >= 500:
 		return c, fmt.Errorf("%w: HTTP %d", errRetry, c)
 	default:
-		return c, runtime.Permanent(fmt.Errorf("endpoint refused the delivery: HTTP %d", c))
+		return c, function.Permanent(fmt.Errorf("endpoint refused the delivery: HTTP %d", c))
 	}
 }
 

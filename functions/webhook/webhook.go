@@ -24,7 +24,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 // Defaults of a replica.
@@ -124,7 +124,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		}
 		return fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", domain.WebhookStream, err)
 	}
-	var runs []runtime.Config
+	var runs []function.Config
 	for i := range cfg.Subscriptions {
 		sub := &cfg.Subscriptions[i]
 		if sub.key == nil { // built in code rather than read from a file
@@ -153,7 +153,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = runtime.Run(ctx, js, rc)
+			errs[i] = function.Run(ctx, js, rc)
 		}()
 	}
 	wg.Wait()
@@ -216,21 +216,21 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 }
 
 // runConfig is the runtime of one subscription.
-func runConfig(cfg Config, sub *Subscription, snd *sender) runtime.Config {
+func runConfig(cfg Config, sub *Subscription, snd *sender) function.Config {
 	log := cfg.Log.With("function", "webhook", "subscription", sub.Name)
-	return runtime.Config{
+	return function.Config{
 		Name:        "webhook-" + sub.Name,
 		Stream:      domain.WebhookStream,
 		Consumers:   []string{domain.WebhookConsumer(sub.Name)},
-		Handler:     func(ctx context.Context, msg runtime.Message) error { return deliver(ctx, log, sub, snd, msg) },
+		Handler:     func(ctx context.Context, msg function.Message) error { return deliver(ctx, log, sub, snd, msg) },
 		MaxDeliver:  Attempts(cfg.Backoff, cfg.RetryFor),
 		Backoff:     cfg.Backoff,
 		Concurrency: cfg.Concurrency,
-		KeyOf:       func(msg runtime.Message) string { return domain.KeyFromSubject(msg.Subject) },
+		KeyOf:       func(msg function.Message) string { return domain.KeyFromSubject(msg.Subject) },
 		// A dead delivery of this subscription goes to MAINT_DLQ, marked with the subscription,
 		// under an id of its own: another subscription may dead-letter the same event.
-		DeadLetterSubject: func(msg runtime.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
-		DecorateDeadLetter: func(msg runtime.Message, out *nats.Msg) {
+		DeadLetterSubject: func(msg function.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
+		DecorateDeadLetter: func(msg function.Message, out *nats.Msg) {
 			// The feed's copy says which stream it was sourced from; a stream refuses a
 			// publish that claims to be sourced.
 			out.Header.Del(headerStreamSource)
@@ -246,7 +246,7 @@ func runConfig(cfg Config, sub *Subscription, snd *sender) runtime.Config {
 
 // deliver handles one message for one subscription: filtered out, it is done; otherwise it is
 // posted, and the runtime retries a retryable failure in place or dead-letters a refusal.
-func deliver(ctx context.Context, log *slog.Logger, sub *Subscription, snd *sender, msg runtime.Message) error {
+func deliver(ctx context.Context, log *slog.Logger, sub *Subscription, snd *sender, msg function.Message) error {
 	it := itemOf(msg)
 	if !sub.wants(it) {
 		return nil
@@ -258,7 +258,7 @@ func deliver(ctx context.Context, log *slog.Logger, sub *Subscription, snd *send
 	switch {
 	case err == nil:
 		log.Debug("delivered", append(attrs, "outcome", "delivered")...)
-	case errors.Is(err, runtime.ErrPermanent):
+	case errors.Is(err, function.ErrPermanent):
 		log.Warn("delivery refused; dead-lettering it for this subscription", append(attrs, "outcome", "dead_letter", "err", err)...)
 	default:
 		log.Info("delivery failed; retrying", append(attrs, "outcome", "retry", "err", err)...)

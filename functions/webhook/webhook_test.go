@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/webhook"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -132,17 +130,11 @@ func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 
 var _ = http.StatusOK
 
-// Notices reach the webhooks once their stream exists and provisioning has run again: the feed
-// then sources them too, and the filters read a notice's type and state.
-func TestWebhook_DeliversNoticesOnceTheirStreamExists(t *testing.T) {
+// Notices reach the webhooks beside the outcome events (the feed sources both streams), and
+// the filters read a notice's type and state.
+func TestWebhook_DeliversNotices(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: domain.NoticesStream, Subjects: []string{domain.NoticePrefix + "*"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provision.Run(ctx, env.JS, env.Config); err != nil {
-		t.Fatalf("provision again: %v", err)
-	}
 	rc := newReceiver(t, nil)
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)

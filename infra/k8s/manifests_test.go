@@ -33,7 +33,7 @@ import (
 	"maintsignals/infra/image/imagebuild"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 // ScaledObject is the part of KEDA's keda.sh/v1alpha1 ScaledObject these manifests use,
@@ -373,7 +373,7 @@ func checkChart(t *testing.T, overlay string, v chartValues, pc provision.Config
 
 // drainOf is how long a function may take to stop after SIGTERM.
 var drainOf = map[string]time.Duration{
-	"command": runtime.DefaultDrainTimeout,
+	"command": function.DefaultDrainTimeout,
 	"emitter": emitter.DefaultExportTimeout + 5*time.Second,
 	"notices": notices.DefaultRunTimeout + 5*time.Second,
 	"webhook": webhook.DefaultTimeout + 5*time.Second,

@@ -16,7 +16,7 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 )
 
@@ -37,7 +37,7 @@ func startFailingFunction(t *testing.T, s *stack) *testenv.Outage {
 	rc.Backoff = []time.Duration{10 * time.Millisecond}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = runtime.Run(ctx, s.JS, rc) }()
+	go func() { defer wg.Done(); _ = function.Run(ctx, s.JS, rc) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return rec
 }
@@ -121,7 +121,7 @@ func TestDLQ_ReplayAllAsJSON(t *testing.T) {
 	key := domain.MustKey(testID)
 	m := nats.NewMsg(domain.DLQSubject(key))
 	m.Data = []byte("not json")
-	m.Header.Set(runtime.HeaderDLQReason, "poison")
+	m.Header.Set(function.HeaderDLQReason, "poison")
 	if _, err := s.JS.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}

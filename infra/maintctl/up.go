@@ -27,7 +27,7 @@ import (
 	"maintsignals/shared/admin"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
 )
@@ -711,8 +711,8 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 			// reached, readiness says why the replica is not ready yet.
 			var adm *admin.Server
 			if adminListen != "" {
-				status := runtime.NewStatus()
-				ctx = runtime.WithStatus(ctx, status)
+				status := function.NewStatus()
+				ctx = function.WithStatus(ctx, status)
 				var err error
 				if adm, err = admin.Start(admin.Config{Listen: adminListen, Status: status, Logger: a.log}); err != nil {
 					return fmt.Errorf("--admin-listen: %w", err)

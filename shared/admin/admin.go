@@ -21,15 +21,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 // Config configures the admin endpoints.
 type Config struct {
 	// Listen is host:port (":8081" in a pod).
 	Listen string
-	// Status is what the functions of the process report (runtime.WithStatus).
-	Status *runtime.Status
+	// Status is what the functions of the process report (function.WithStatus).
+	Status *function.Status
 	// Conn and JS are the functions' connection: readiness checks it and looks the consumers
 	// up. They may come later (Attach): liveness is served while the first connection is
 	// still being tried, so that a NATS that starts late does not get the pod restarted.

@@ -14,7 +14,7 @@ import (
 
 	"maintsignals/shared/admin"
 	"maintsignals/shared/embedded"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -52,7 +52,7 @@ type fixture struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	adm    *admin.Server
-	status *runtime.Status
+	status *function.Status
 }
 
 func start(t *testing.T) *fixture {
@@ -80,7 +80,7 @@ func start(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{srv: s, nc: nc, js: js, status: runtime.NewStatus()}
+	f := &fixture{srv: s, nc: nc, js: js, status: function.NewStatus()}
 	f.adm, err = admin.Start(admin.Config{Listen: "127.0.0.1:0", Status: f.status, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -93,12 +93,12 @@ func start(t *testing.T) *fixture {
 // says "block"; it returns a stop that cancels it (as SIGTERM does) and one that waits for it.
 func (f *fixture) run(t *testing.T, release <-chan struct{}, handling chan<- struct{}) (cancel, wait func()) {
 	t.Helper()
-	ctx, stop := context.WithCancel(runtime.WithStatus(context.Background(), f.status))
+	ctx, stop := context.WithCancel(function.WithStatus(context.Background(), f.status))
 	done := make(chan error, 1)
 	go func() {
-		done <- runtime.Run(ctx, f.js, runtime.Config{
+		done <- function.Run(ctx, f.js, function.Config{
 			Name: "work", Stream: "WORK", Consumers: []string{"w1", "w2"}, Logger: quiet,
-			Handler: func(context.Context, runtime.Message) error {
+			Handler: func(context.Context, function.Message) error {
 				handling <- struct{}{}
 				<-release
 				return nil
@@ -209,7 +209,7 @@ func TestMetricsServedOnlyWhenThereIsAPage(t *testing.T) {
 
 func TestStartFailsOnAnAddressInUse(t *testing.T) {
 	f := start(t)
-	_, err := admin.Start(admin.Config{Listen: f.adm.Addr(), Status: runtime.NewStatus()})
+	_, err := admin.Start(admin.Config{Listen: f.adm.Addr(), Status: function.NewStatus()})
 	if err == nil || !strings.Contains(err.Error(), "admin listen") {
 		t.Fatalf("second admin on %s: err = %v, want a listen error", f.adm.Addr(), err)
 	}

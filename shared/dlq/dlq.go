@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 )
 
@@ -71,9 +71,9 @@ func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
 }
 
 func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.Time) Letter {
-	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(runtime.HeaderDLQReason), Body: body, At: stored,
+	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(function.HeaderDLQReason), Body: body, At: stored,
 		Subscription: h.Get(domain.HeaderWebhookSubscription), Header: h}
-	l.Deliveries, _ = strconv.Atoi(h.Get(runtime.HeaderDLQDeliveries))
+	l.Deliveries, _ = strconv.Atoi(h.Get(function.HeaderDLQDeliveries))
 	if l.Subscription != "" {
 		l.CommandID = h.Get(domain.HeaderCEID)
 		return l

@@ -12,7 +12,7 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
@@ -33,7 +33,7 @@ func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
 	rc.Backoff = []time.Duration{10 * time.Millisecond}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = runtime.Run(ctx, env.JS, rc) }()
+	go func() { defer wg.Done(); _ = function.Run(ctx, env.JS, rc) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
 	m := testenv.CommandMsg(domain.Command{ID: "r-1", ResourceID: cluster, Task: domain.TaskPending})

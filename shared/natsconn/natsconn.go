@@ -165,7 +165,7 @@ func (o Options) NATSOptions() ([]nats.Option, error) {
 	opts := []nats.Option{nats.Timeout(timeout), nats.MaxReconnects(-1),
 		// A server that stops answering (a cut link, an isolated host) is given up within
 		// PingInterval*(PingMax+1), not nats.go's 2 minutes: a function on it then gives up the
-		// messages it holds (shared/runtime, lease.go) and its partitions go to a live replica.
+		// messages it holds (shared/function, lease.go) and its partitions go to a live replica.
 		nats.PingInterval(PingInterval), nats.MaxPingsOutstanding(PingMax),
 		nats.ReconnectWait(500 * time.Millisecond), nats.ReconnectJitter(250*time.Millisecond, time.Second),
 		// Nothing is kept to be sent on a later connection: a write either goes out on the

@@ -33,7 +33,7 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 	"maintsignals/shared/telemetry"
 )
 
@@ -276,7 +276,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		}
 		m := nats.NewMsg(domain.DLQSubject(key))
 		m.Data = body
-		m.Header.Set(runtime.HeaderDLQReason, "test")
+		m.Header.Set(function.HeaderDLQReason, "test")
 		if ack, err := p["command"].PublishMsg(ctx, m); err != nil || ack.Stream != domain.DLQStream {
 			t.Fatalf("dead letter: %+v, %v", ack, err)
 		}

@@ -1,4 +1,4 @@
-package runtime_test
+package function_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 const pinGroup = "g"
@@ -42,10 +42,10 @@ func (e *env) addPinnedOn(name, filter string, window int, pinnedTTL time.Durati
 }
 
 // keyedConfig serves consumer by key: the second token of the subject (t.<key>.<n>).
-func keyedConfig(consumer string, concurrency int, h runtime.Handler) runtime.Config {
+func keyedConfig(consumer string, concurrency int, h function.Handler) function.Config {
 	cfg := config(consumer, h)
 	cfg.Concurrency = concurrency
-	cfg.KeyOf = func(m runtime.Message) string { return strings.Split(m.Subject, ".")[1] }
+	cfg.KeyOf = func(m function.Message) string { return strings.Split(m.Subject, ".")[1] }
 	return cfg
 }
 
@@ -66,7 +66,7 @@ func (o *order) enter() {
 	o.most = max(o.most, o.running)
 }
 
-func (o *order) leave(m runtime.Message) {
+func (o *order) leave(m function.Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.running--
@@ -108,7 +108,7 @@ func TestKeyed_KeysRunConcurrentlyAndEachKeyInStreamOrder(t *testing.T) {
 		}
 	}
 	o := newOrder()
-	e.start(keyedConfig("p", 8, func(_ context.Context, m runtime.Message) error {
+	e.start(keyedConfig("p", 8, func(_ context.Context, m function.Message) error {
 		o.enter()
 		time.Sleep(2 * time.Millisecond) // long enough for the keys to overlap
 		o.leave(m)
@@ -134,7 +134,7 @@ func TestKeyed_FailureIsRetriedInPlaceAndHoldsBackOnlyItsKey(t *testing.T) {
 	var failed atomic.Bool
 	var mu sync.Mutex
 	var log []string
-	e.start(keyedConfig("p", 4, func(_ context.Context, m runtime.Message) error {
+	e.start(keyedConfig("p", 4, func(_ context.Context, m function.Message) error {
 		if m.Subject == "t.a.0" && !failed.Swap(true) {
 			return errors.New("record store unavailable")
 		}
@@ -168,7 +168,7 @@ func TestKeyed_PoisonMessageIsDeadLetteredAndItsKeyMovesOn(t *testing.T) {
 	e.addPinned("p", 64, 10*time.Second)
 	var mu sync.Mutex
 	var handled []string
-	e.start(keyedConfig("p", 4, func(_ context.Context, m runtime.Message) error {
+	e.start(keyedConfig("p", 4, func(_ context.Context, m function.Message) error {
 		if string(m.Data) == "poison" {
 			return errors.New("always fails")
 		}
@@ -188,7 +188,7 @@ func TestKeyed_PoisonMessageIsDeadLetteredAndItsKeyMovesOn(t *testing.T) {
 	if len(dl) != 1 || dl[0].Subject != "dlq.t.a.0" {
 		t.Fatalf("dead letters %v, want the poison message once", dl)
 	}
-	if got := dl[0].Header.Get(runtime.HeaderDLQDeliveries); got != fmt.Sprint(budget) {
+	if got := dl[0].Header.Get(function.HeaderDLQDeliveries); got != fmt.Sprint(budget) {
 		t.Errorf("dead-lettered after %s attempts, want the budget of %d", got, budget)
 	}
 }
@@ -196,8 +196,8 @@ func TestKeyed_PoisonMessageIsDeadLetteredAndItsKeyMovesOn(t *testing.T) {
 func TestKeyed_ConsumerNotPinnedIsRefused(t *testing.T) {
 	e := newEnv(t)
 	e.addConsumer("plain", "t.>", time.Second)
-	err := runtime.Run(context.Background(), e.js, keyedConfig("plain", 4, func(context.Context, runtime.Message) error { return nil }))
-	if !errors.Is(err, runtime.ErrNotPinned) {
+	err := function.Run(context.Background(), e.js, keyedConfig("plain", 4, func(context.Context, function.Message) error { return nil }))
+	if !errors.Is(err, function.ErrNotPinned) {
 		t.Fatalf("Run on an unpinned consumer: %v, want ErrNotPinned", err)
 	}
 }
@@ -215,7 +215,7 @@ func TestKeyed_NewPinWaitsForThePreviousHoldersMessages(t *testing.T) {
 		defer mu.Unlock()
 		log = append(log, s)
 	}
-	a := e.start(keyedConfig("p", 4, func(_ context.Context, m runtime.Message) error {
+	a := e.start(keyedConfig("p", 4, func(_ context.Context, m function.Message) error {
 		if m.Subject == "t.a.0" {
 			note("A starts a0")
 			<-release
@@ -229,7 +229,7 @@ func TestKeyed_NewPinWaitsForThePreviousHoldersMessages(t *testing.T) {
 		defer mu.Unlock()
 		return len(log) == 1
 	})
-	e.start(keyedConfig("p", 4, func(_ context.Context, m runtime.Message) error {
+	e.start(keyedConfig("p", 4, func(_ context.Context, m function.Message) error {
 		note("B handles " + m.Subject)
 		return nil
 	}))
@@ -270,10 +270,10 @@ func TestKeyed_StoppingReplicaHandsItsPinOverAtOnce(t *testing.T) {
 	// A pinned TTL far beyond the test: only the hand-over can move the pin in time.
 	e.addPinned("p", 64, 5*time.Minute)
 	var byA, byB atomic.Int64
-	a := e.start(keyedConfig("p", 4, func(context.Context, runtime.Message) error { byA.Add(1); return nil }))
+	a := e.start(keyedConfig("p", 4, func(context.Context, function.Message) error { byA.Add(1); return nil }))
 	e.publish("t.a.0", "x", nil)
 	eventually(t, 10*time.Second, "A handles the first message", func() bool { return byA.Load() == 1 })
-	e.start(keyedConfig("p", 4, func(context.Context, runtime.Message) error { byB.Add(1); return nil }))
+	e.start(keyedConfig("p", 4, func(context.Context, function.Message) error { byB.Add(1); return nil }))
 	time.Sleep(200 * time.Millisecond) // B's pull is waiting behind A's pin
 	if err := a.stop(t); err != nil {
 		t.Fatalf("stop A: %v", err)
@@ -292,8 +292,8 @@ func TestKeyed_ReplicasShareThePartitions(t *testing.T) {
 		names = append(names, fmt.Sprintf("p%d", p))
 		e.addPinnedOn(names[p], fmt.Sprintf("t.%d.*", p), 16, 10*time.Second)
 	}
-	cfg := func(n *atomic.Int64) runtime.Config {
-		c := keyedConfig(names[0], 4, func(context.Context, runtime.Message) error { n.Add(1); return nil })
+	cfg := func(n *atomic.Int64) function.Config {
+		c := keyedConfig(names[0], 4, func(context.Context, function.Message) error { n.Add(1); return nil })
 		c.Consumers = names
 		c.BalanceEvery = 100 * time.Millisecond
 		return c
@@ -327,8 +327,8 @@ func TestKeyed_ReplicaThatLostThePinGivesFencedMessagesBack(t *testing.T) {
 	var handled atomic.Int64
 	var mu sync.Mutex
 	var log []string
-	cfg := func(name string) runtime.Config {
-		c := keyedConfig("p", 4, func(_ context.Context, m runtime.Message) error {
+	cfg := func(name string) function.Config {
+		c := keyedConfig("p", 4, func(_ context.Context, m function.Message) error {
 			if m.Subject == "t.a.0" {
 				<-release
 			}
@@ -382,9 +382,9 @@ func TestKeyed_UnknownConsumerFailsRunAfterClosingTheOthers(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		e.publish(fmt.Sprintf("t.k%d.0", i%5), "x", nil)
 	}
-	cfg := keyedConfig("p", 4, func(context.Context, runtime.Message) error { return nil })
+	cfg := keyedConfig("p", 4, func(context.Context, function.Message) error { return nil })
 	cfg.Consumers = []string{"p", "missing"}
-	err := runtime.Run(context.Background(), e.js, cfg)
+	err := function.Run(context.Background(), e.js, cfg)
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("Run with a missing consumer: %v, want an error naming it", err)
 	}

@@ -1,4 +1,4 @@
-package runtime_test
+package function_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"maintsignals/shared/embedded"
-	"maintsignals/shared/runtime"
+	"maintsignals/shared/function"
 )
 
 // Every test runs against its own embedded nats-server: a work stream "T" on t.> and a
@@ -132,21 +132,21 @@ func (e *env) deadLetters() []*jetstream.RawStreamMsg {
 
 // config is a runtime config for one consumer with short backoffs and dead letters to
 // dlq.<original subject>.
-func config(consumer string, h runtime.Handler) runtime.Config {
-	return runtime.Config{
+func config(consumer string, h function.Handler) function.Config {
+	return function.Config{
 		Name:              "test-fn",
 		Stream:            workStream,
 		Consumers:         []string{consumer},
 		Handler:           h,
 		MaxDeliver:        budget,
 		Backoff:           []time.Duration{50 * time.Millisecond},
-		DeadLetterSubject: func(m runtime.Message) string { return "dlq." + m.Subject },
+		DeadLetterSubject: func(m function.Message) string { return "dlq." + m.Subject },
 		DrainTimeout:      10 * time.Second,
 		Logger:            quiet,
 	}
 }
 
-// running is one runtime.Run in the background.
+// running is one function.Run in the background.
 type running struct {
 	cancel context.CancelFunc
 	done   chan error
@@ -155,11 +155,11 @@ type running struct {
 }
 
 // start runs cfg until the returned run is stopped (at the latest when the test ends).
-func (e *env) start(cfg runtime.Config) *running {
+func (e *env) start(cfg function.Config) *running {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- runtime.Run(ctx, e.js, cfg) }()
+	go func() { r.done <- function.Run(ctx, e.js, cfg) }()
 	e.t.Cleanup(func() { _ = r.stop(e.t) })
 	return r
 }
@@ -193,7 +193,7 @@ type recorder struct {
 	calls []call
 }
 
-func (r *recorder) add(m runtime.Message) {
+func (r *recorder) add(m function.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, call{Data: string(m.Data), Subject: m.Subject, Seq: m.Seq, Delivered: m.Delivered, Consumer: m.Consumer, At: time.Now()})
@@ -251,7 +251,7 @@ type hookRecorder struct {
 	fail  int // fail this many calls first
 }
 
-func (h *hookRecorder) hook(_ context.Context, m runtime.Message, reason string) error {
+func (h *hookRecorder) hook(_ context.Context, m function.Message, reason string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls = append(h.calls, hookCall{Seq: m.Seq, Reason: reason})
@@ -271,7 +271,7 @@ func TestRun_HandlerReturningNilAcksEachMessageOnce(t *testing.T) {
 	e := newEnv(t)
 	e.addConsumer("acker", "t.ack.>", 2*time.Second)
 	var rec recorder
-	e.start(config("acker", func(_ context.Context, m runtime.Message) error {
+	e.start(config("acker", func(_ context.Context, m function.Message) error {
 		rec.add(m)
 		return nil
 	}))
@@ -300,7 +300,7 @@ func TestRun_PlainErrorRetriesWithBackoffUntilTheCauseGoesAway(t *testing.T) {
 	e := newEnv(t)
 	e.addConsumer("retrier", "t.retry.>", 2*time.Second)
 	var rec recorder
-	cfg := config("retrier", func(_ context.Context, m runtime.Message) error {
+	cfg := config("retrier", func(_ context.Context, m function.Message) error {
 		rec.add(m)
 		if m.Delivered < 3 {
 			return errors.New("store unavailable")
@@ -334,7 +334,7 @@ func TestRun_RetriesExhaustedDeadLettersACopyAndMovesOn(t *testing.T) {
 	e.addConsumer("exhaust", "t.ex.>", 2*time.Second)
 	var rec recorder
 	hooks := &hookRecorder{}
-	cfg := config("exhaust", func(_ context.Context, m runtime.Message) error {
+	cfg := config("exhaust", func(_ context.Context, m function.Message) error {
 		rec.add(m)
 		if string(m.Data) == "poison" {
 			return errors.New("cannot parse")
@@ -362,15 +362,15 @@ func TestRun_RetriesExhaustedDeadLettersACopyAndMovesOn(t *testing.T) {
 		t.Fatalf("dead letters = %d, want 1", len(dl))
 	}
 	d := dl[0]
-	reason := d.Header.Get(runtime.HeaderDLQReason)
+	reason := d.Header.Get(function.HeaderDLQReason)
 	checks := []struct{ what, got, want string }{
 		{"subject", d.Subject, "dlq.t.ex.poison"},
 		{"body", string(d.Data), "poison"},
 		{"original header X-Trace", d.Header.Get("X-Trace"), "trace-1"},
-		{runtime.HeaderDLQStream, d.Header.Get(runtime.HeaderDLQStream), workStream},
-		{runtime.HeaderDLQSeq, d.Header.Get(runtime.HeaderDLQSeq), "1"},
-		{runtime.HeaderDLQSubject, d.Header.Get(runtime.HeaderDLQSubject), "t.ex.poison"},
-		{runtime.HeaderDLQDeliveries, d.Header.Get(runtime.HeaderDLQDeliveries), "3"},
+		{function.HeaderDLQStream, d.Header.Get(function.HeaderDLQStream), workStream},
+		{function.HeaderDLQSeq, d.Header.Get(function.HeaderDLQSeq), "1"},
+		{function.HeaderDLQSubject, d.Header.Get(function.HeaderDLQSubject), "t.ex.poison"},
+		{function.HeaderDLQDeliveries, d.Header.Get(function.HeaderDLQDeliveries), "3"},
 		{nats.MsgIdHdr, d.Header.Get(nats.MsgIdHdr), "dlq-T-1"},
 	}
 	for _, c := range checks {
@@ -381,8 +381,8 @@ func TestRun_RetriesExhaustedDeadLettersACopyAndMovesOn(t *testing.T) {
 	if !strings.Contains(reason, "gave up after 3 deliveries") || !strings.Contains(reason, "cannot parse") {
 		t.Errorf("dead letter reason = %q, want the delivery count and the handler error", reason)
 	}
-	if _, err := time.Parse(time.RFC3339Nano, d.Header.Get(runtime.HeaderDLQAt)); err != nil {
-		t.Errorf("dead letter %s = %q: %v", runtime.HeaderDLQAt, d.Header.Get(runtime.HeaderDLQAt), err)
+	if _, err := time.Parse(time.RFC3339Nano, d.Header.Get(function.HeaderDLQAt)); err != nil {
+		t.Errorf("dead letter %s = %q: %v", function.HeaderDLQAt, d.Header.Get(function.HeaderDLQAt), err)
 	}
 
 	if got := hooks.snapshot(); len(got) != 1 || got[0].Reason != reason || got[0].Seq != 1 {
@@ -398,7 +398,7 @@ func TestRun_PoisonMessageIsDeadLetteredOnFirstDelivery(t *testing.T) {
 	}{
 		{
 			name:       "permanent error",
-			handle:     func() error { return runtime.Permanent(errors.New("bad payload")) },
+			handle:     func() error { return function.Permanent(errors.New("bad payload")) },
 			wantReason: "bad payload",
 		},
 		{
@@ -414,7 +414,7 @@ func TestRun_PoisonMessageIsDeadLetteredOnFirstDelivery(t *testing.T) {
 			e.addConsumer("poison", "t.p.>", 2*time.Second)
 			var rec recorder
 			hooks := &hookRecorder{}
-			cfg := config("poison", func(_ context.Context, m runtime.Message) error {
+			cfg := config("poison", func(_ context.Context, m function.Message) error {
 				rec.add(m)
 				if string(m.Data) == "bad" {
 					return tt.handle()
@@ -434,11 +434,11 @@ func TestRun_PoisonMessageIsDeadLetteredOnFirstDelivery(t *testing.T) {
 				t.Errorf("bad deliveries = %v, want [1]", got)
 			}
 			d := e.deadLetters()[0]
-			reason := d.Header.Get(runtime.HeaderDLQReason)
+			reason := d.Header.Get(function.HeaderDLQReason)
 			if !strings.Contains(reason, tt.wantReason) {
 				t.Errorf("dead letter reason = %q, want it to contain %q", reason, tt.wantReason)
 			}
-			if got := d.Header.Get(runtime.HeaderDLQDeliveries); got != "1" {
+			if got := d.Header.Get(function.HeaderDLQDeliveries); got != "1" {
 				t.Errorf("dead letter deliveries = %q, want 1", got)
 			}
 			if got := hooks.snapshot(); len(got) != 1 || got[0].Reason != reason {
@@ -458,7 +458,7 @@ func TestRun_PoisonMessageIsDeadLetteredOnFirstDelivery(t *testing.T) {
 func TestRun_FailedDeadLetterIsRetriedNotLost(t *testing.T) {
 	tests := []struct {
 		name        string
-		dlqSubject  func(runtime.Message) string
+		dlqSubject  func(function.Message) string
 		hookFails   int
 		wantHooks   int // OnDeadLetter calls once the message is settled (0: it never settles here)
 		wantCopies  int
@@ -467,12 +467,12 @@ func TestRun_FailedDeadLetterIsRetriedNotLost(t *testing.T) {
 		{
 			// No stream captures "nowhere.>": the copy fails with no responders.
 			name:       "dead-letter copy fails",
-			dlqSubject: func(m runtime.Message) string { return "nowhere." + m.Subject },
+			dlqSubject: func(m function.Message) string { return "nowhere." + m.Subject },
 		},
 		{
 			// The copy succeeds both times, but Nats-Msg-Id keeps it to one.
 			name:        "dead-letter hook fails once",
-			dlqSubject:  func(m runtime.Message) string { return "dlq." + m.Subject },
+			dlqSubject:  func(m function.Message) string { return "dlq." + m.Subject },
 			hookFails:   1,
 			wantHooks:   2,
 			wantCopies:  1,
@@ -486,9 +486,9 @@ func TestRun_FailedDeadLetterIsRetriedNotLost(t *testing.T) {
 			e.addConsumer("dlqfail", "t.df.>", 2*time.Second)
 			var rec recorder
 			hooks := &hookRecorder{fail: tt.hookFails}
-			cfg := config("dlqfail", func(_ context.Context, m runtime.Message) error {
+			cfg := config("dlqfail", func(_ context.Context, m function.Message) error {
 				rec.add(m)
-				return runtime.Permanent(errors.New("bad payload"))
+				return function.Permanent(errors.New("bad payload"))
 			})
 			cfg.DeadLetterSubject = tt.dlqSubject
 			cfg.OnDeadLetter = hooks.hook
@@ -534,7 +534,7 @@ func TestRun_SlowHandlerIsKeptAliveAndNotRedelivered(t *testing.T) {
 			e := newEnv(t)
 			e.addConsumer("slow", "t.slow.>", ackWait)
 			var rec recorder
-			cfg := config("slow", func(ctx context.Context, m runtime.Message) error {
+			cfg := config("slow", func(ctx context.Context, m function.Message) error {
 				rec.add(m)
 				select {
 				case <-time.After(tt.hold):
@@ -567,7 +567,7 @@ func TestRun_SlowHandlerDoesNotBlockOtherWorkers(t *testing.T) {
 	var inFlight, maxInFlight atomic.Int32
 	release := make(chan struct{})
 	var rec recorder
-	cfg := config("par", func(ctx context.Context, m runtime.Message) error {
+	cfg := config("par", func(ctx context.Context, m function.Message) error {
 		rec.add(m)
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
@@ -603,7 +603,7 @@ func TestRun_DrainLetsInFlightHandlerFinishAndAck(t *testing.T) {
 	started := make(chan struct{}, 1)
 	var finished atomic.Bool
 	var first recorder
-	run := e.start(config("drain", func(ctx context.Context, m runtime.Message) error {
+	run := e.start(config("drain", func(ctx context.Context, m function.Message) error {
 		first.add(m)
 		started <- struct{}{}
 		time.Sleep(500 * time.Millisecond)
@@ -633,7 +633,7 @@ func TestRun_DrainLetsInFlightHandlerFinishAndAck(t *testing.T) {
 
 	// A new run does not see the drained message again.
 	var second recorder
-	e.start(config("drain", func(_ context.Context, m runtime.Message) error {
+	e.start(config("drain", func(_ context.Context, m function.Message) error {
 		second.add(m)
 		return nil
 	}))
@@ -652,7 +652,7 @@ func TestRun_DrainTimeoutCancelsAStuckHandlerAndReturns(t *testing.T) {
 	e.addConsumer("stuck", "t.stuck.>", 2*time.Second)
 	started := make(chan struct{}, 1)
 	handlerErr := make(chan error, 1)
-	cfg := config("stuck", func(ctx context.Context, _ runtime.Message) error {
+	cfg := config("stuck", func(ctx context.Context, _ function.Message) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		handlerErr <- ctx.Err()
@@ -685,7 +685,7 @@ func TestRun_DrainTimeoutCancelsAStuckHandlerAndReturns(t *testing.T) {
 
 	// The abandoned message comes back to the next run.
 	var rec recorder
-	e.start(config("stuck", func(_ context.Context, m runtime.Message) error {
+	e.start(config("stuck", func(_ context.Context, m function.Message) error {
 		rec.add(m)
 		return nil
 	}))
@@ -703,7 +703,7 @@ func TestRun_DrainWithBackloggedConsumersHandlesEverythingInHand(t *testing.T) {
 	e.addConsumer("fast", "t.fast.>", 5*time.Second)
 	e.addConsumer("slowc", "t.slowc.>", 5*time.Second)
 	var rec recorder
-	cfg := config("fast", func(ctx context.Context, m runtime.Message) error {
+	cfg := config("fast", func(ctx context.Context, m function.Message) error {
 		rec.add(m)
 		hold := 100 * time.Millisecond
 		if m.Consumer == "slowc" {
@@ -745,15 +745,15 @@ func TestRun_DrainWithBackloggedConsumersHandlesEverythingInHand(t *testing.T) {
 func TestRun_InvalidConfig(t *testing.T) {
 	e := newEnv(t)
 	e.addConsumer("valid", "t.v.>", time.Second)
-	ok := func(context.Context, runtime.Message) error { return nil }
+	ok := func(context.Context, function.Message) error { return nil }
 	tests := []struct {
 		name   string
-		mutate func(*runtime.Config)
+		mutate func(*function.Config)
 	}{
-		{"missing name", func(c *runtime.Config) { c.Name = "" }},
-		{"missing stream", func(c *runtime.Config) { c.Stream = "" }},
-		{"missing consumers", func(c *runtime.Config) { c.Consumers = nil }},
-		{"missing handler", func(c *runtime.Config) { c.Handler = nil }},
+		{"missing name", func(c *function.Config) { c.Name = "" }},
+		{"missing stream", func(c *function.Config) { c.Stream = "" }},
+		{"missing consumers", func(c *function.Config) { c.Consumers = nil }},
+		{"missing handler", func(c *function.Config) { c.Handler = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -761,8 +761,8 @@ func TestRun_InvalidConfig(t *testing.T) {
 			tt.mutate(&cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			err := runtime.Run(ctx, e.js, cfg)
-			if !errors.Is(err, runtime.ErrInvalidConfig) {
+			err := function.Run(ctx, e.js, cfg)
+			if !errors.Is(err, function.ErrInvalidConfig) {
 				t.Fatalf("Run = %v, want an error wrapping ErrInvalidConfig", err)
 			}
 		})
@@ -784,7 +784,7 @@ func TestRun_UnknownConsumerFailsRunWithoutCrashingBusyConsumers(t *testing.T) {
 		}
 	}
 	var running atomic.Int32
-	cfg := config("busy0", func(ctx context.Context, _ runtime.Message) error {
+	cfg := config("busy0", func(ctx context.Context, _ function.Message) error {
 		running.Add(1)
 		defer running.Add(-1)
 		select {
@@ -797,11 +797,11 @@ func TestRun_UnknownConsumerFailsRunWithoutCrashingBusyConsumers(t *testing.T) {
 	cfg.Consumers = append(names, "missing")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := runtime.Run(ctx, e.js, cfg)
+	err := function.Run(ctx, e.js, cfg)
 	if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatalf("Run = %v, want an error wrapping jetstream.ErrConsumerNotFound", err)
 	}
-	if errors.Is(err, runtime.ErrInvalidConfig) {
+	if errors.Is(err, function.ErrInvalidConfig) {
 		t.Errorf("Run = %v: a missing consumer is not a config validation error", err)
 	}
 	if n := running.Load(); n != 0 {
@@ -819,10 +819,10 @@ func TestRun_RecordsProcessDurationWithoutSubjects(t *testing.T) {
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 
 	var rec recorder
-	cfg := config("metered", func(_ context.Context, m runtime.Message) error {
+	cfg := config("metered", func(_ context.Context, m function.Message) error {
 		rec.add(m)
 		if string(m.Data) == "bad" {
-			return runtime.Permanent(errors.New("bad payload"))
+			return function.Permanent(errors.New("bad payload"))
 		}
 		return nil
 	})
@@ -906,12 +906,12 @@ func TestRun_PastTheBudgetIsDeadLetteredWithoutTheHandler(t *testing.T) {
 		}
 	}
 	var called atomic.Bool
-	e.start(config("crash", func(context.Context, runtime.Message) error { called.Store(true); return nil }))
+	e.start(config("crash", func(context.Context, function.Message) error { called.Store(true); return nil }))
 	eventually(t, 10*time.Second, "a dead letter", func() bool { return len(e.deadLetters()) == 1 })
 	if called.Load() {
 		t.Fatal("the handler ran on a message past its budget")
 	}
-	if r := e.deadLetters()[0].Header.Get(runtime.HeaderDLQReason); !strings.Contains(r, "past the budget") {
+	if r := e.deadLetters()[0].Header.Get(function.HeaderDLQReason); !strings.Contains(r, "past the budget") {
 		t.Fatalf("reason %q", r)
 	}
 }

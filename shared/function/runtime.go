@@ -1,0 +1,270 @@
+// Package function runs a function: it consumes durable JetStream pull consumers, hands each
+// message to a plain handler function and turns the handler's result into an ack, a retry with
+// backoff or a dead letter, in this one place. It keeps slow work off the consume callback and
+// the message alive while the handler runs, drains on shutdown, and records the handler
+// metrics of the README (Metrics).
+package function
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// Message is what a handler sees of a delivered message.
+type Message struct {
+	Subject   string
+	Data      []byte
+	Header    nats.Header
+	Stream    string
+	Consumer  string
+	Seq       uint64 // stream sequence
+	Delivered uint64 // 1 on the first delivery
+	Pending   uint64 // messages still waiting behind this one on the consumer
+	Time      time.Time
+}
+
+// Handler processes one message. nil acks it; an error wrapped with Permanent dead-letters it
+// at once; any other error retries it with backoff until the delivery budget is spent, then
+// dead-letters it.
+type Handler func(ctx context.Context, msg Message) error
+
+// Config configures a function run.
+type Config struct {
+	// Name of the function, for logs and metrics.
+	Name string
+	// Stream and Consumers: the durable consumers this replica serves.
+	Stream    string
+	Consumers []string
+	Handler   Handler
+	// MaxDeliver is the delivery budget: the message is dead-lettered on this delivery if the
+	// handler still fails. It should be one less than the consumer's MaxDeliver.
+	MaxDeliver int
+	// Backoff is the delay before retry n (the last value repeats).
+	Backoff []time.Duration
+	// DeadLetterSubject maps a message to where its copy goes; nil disables dead letters
+	// (the message is then terminated with the reason logged).
+	DeadLetterSubject func(Message) string
+	// DecorateDeadLetter, when set, adjusts the dead letter's copy before it is published: a
+	// function that dead-letters one message several times for different reasons (a webhook
+	// per subscription) adds what tells the copies apart and gives each its own Nats-Msg-Id.
+	DecorateDeadLetter func(msg Message, out *nats.Msg)
+	OnDeadLetter       DeadLetterHook
+	// Concurrency is how many messages of one consumer run at once (default 1).
+	Concurrency int
+	// KeyOf, when set, serves the consumers in key order: each consumer must be pinned to one
+	// replica at a time (priority policy pinned_client); up to its MaxAckPending messages are
+	// in hand, messages of different keys run at once (up to Concurrency) and messages of one
+	// key run one at a time in stream order, retried in place when they fail.
+	KeyOf func(Message) string
+	// BalanceEvery is how often a keyed replica checks whether it holds more than its share of
+	// the consumers and releases one (default 5s; negative: never).
+	BalanceEvery time.Duration
+	// DrainTimeout bounds how long in-flight handlers may run after shutdown starts.
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
+	Meter        metric.Meter
+}
+
+// ErrInvalidConfig is wrapped by configuration errors.
+var ErrInvalidConfig = errors.New("invalid function config")
+
+func (c *Config) validate() error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("%w: Name is required", ErrInvalidConfig)
+	case c.Stream == "" || len(c.Consumers) == 0:
+		return fmt.Errorf("%w: Stream and Consumers are required", ErrInvalidConfig)
+	case c.Handler == nil:
+		return fmt.Errorf("%w: Handler is required", ErrInvalidConfig)
+	}
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 10
+	}
+	if len(c.Backoff) == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
+	if c.BalanceEvery == 0 {
+		c.BalanceEvery = 5 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Meter == nil {
+		c.Meter = noop.NewMeterProvider().Meter("")
+	}
+	return nil
+}
+
+// Run serves the consumers until ctx is cancelled, then drains: it stops pulling, lets the
+// messages in hand finish (up to DrainTimeout) and returns.
+func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	m, err := newMetrics(cfg.Meter)
+	if err != nil {
+		return err
+	}
+	r := &runner{cfg: cfg, js: js, metrics: m, log: cfg.Logger.With("function", cfg.Name)}
+	// Handlers run on a context that outlives ctx by the drain timeout, so that a shutdown
+	// does not abort a command half-way.
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+
+	var balancing sync.WaitGroup
+	// The balance loop ends with ctx; it is joined before Run returns.
+	defer balancing.Wait()
+	var ccs []jetstream.ConsumeContext
+	var all []served
+	var keyeds []*keyed
+	for _, name := range cfg.Consumers {
+		s, cc, err := r.serve(ctx, hctx, name)
+		if err != nil {
+			// Stop what started. Stop does not wait for a callback blocked on a full queue:
+			// cancel the handlers first, so the workers free it.
+			for _, c := range ccs {
+				c.Stop()
+			}
+			hcancel()
+			r.stop(ctx, ccs, all, 5*time.Second, hcancel)
+			if ctx.Err() != nil {
+				return nil // stopped while starting: nothing was handled, nothing is lost
+			}
+			return err
+		}
+		ccs, all = append(ccs, cc), append(all, s)
+		if k, ok := s.(*keyed); ok {
+			keyeds = append(keyeds, k)
+		}
+	}
+	r.log.Info("function started", "stream", cfg.Stream, "consumers", len(cfg.Consumers))
+	statusFrom(ctx).set(cfg, true, false)
+	if len(keyeds) > 0 && cfg.BalanceEvery > 0 {
+		balancing.Add(1)
+		go func() {
+			defer balancing.Done()
+			r.balance(ctx, keyeds, cfg.BalanceEvery)
+		}()
+	}
+	<-ctx.Done()
+	r.log.Info("function draining")
+	statusFrom(ctx).set(cfg, false, true)
+	for _, cc := range ccs {
+		cc.Drain()
+	}
+	r.stop(ctx, ccs, all, cfg.DrainTimeout, hcancel)
+	r.log.Info("function stopped")
+	return nil
+}
+
+// served is one consumer as a replica serves it: in key order (keyed) or not (plain). Both
+// start in serve and end in stop, the one sequence of every function.
+type served interface {
+	// drained returns once the messages in hand are settled, or ctx ends.
+	drained(ctx context.Context)
+	// close ends it for good (a keyed consumer hands its pin over).
+	close(ctx context.Context)
+}
+
+// serve starts consuming name, keyed when the function has keys.
+func (r *runner) serve(ctx, hctx context.Context, name string) (served, jetstream.ConsumeContext, error) {
+	if r.cfg.KeyOf != nil {
+		return r.consumeKeyed(ctx, hctx, name)
+	}
+	return r.consumePlain(ctx, hctx, name)
+}
+
+// stop waits until every consume has closed (nothing is filed any more) and every consumer has
+// settled what it holds, then closes them. When timeout runs out first, it cancels
+// the handlers (cancel), which leaves their messages to redelivery and ends the wait.
+func (r *runner) stop(ctx context.Context, ccs []jetstream.ConsumeContext, all []served, timeout time.Duration, cancel func()) {
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer dcancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, cc := range ccs {
+			select {
+			case <-cc.Closed():
+			case <-time.After(5 * time.Second): // a consume that never closes must not hang the stop
+			}
+		}
+		for _, s := range all {
+			s.drained(dctx)
+		}
+	}()
+	select {
+	case <-done:
+	case <-dctx.Done():
+		r.log.Warn("drain timed out; abandoning in-flight messages to redelivery")
+		cancel()
+		<-done
+	}
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer ucancel()
+	for _, s := range all {
+		s.close(uctx)
+	}
+}
+
+type runner struct {
+	cfg     Config
+	js      jetstream.JetStream
+	metrics *metrics
+	log     *slog.Logger
+
+	movedOff atomic.Int64 // Unix nanoseconds of the last moveOff
+}
+
+// consumer binds to the durable consumer name and returns it with its ack wait.
+func (r *runner) consumer(ctx context.Context, name string) (jetstream.Consumer, time.Duration, error) {
+	cons, err := r.js.Consumer(ctx, r.cfg.Stream, name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("function %s: consumer %s/%s: %w", r.cfg.Name, r.cfg.Stream, name, err)
+	}
+	ackWait := cons.CachedInfo().Config.AckWait
+	if ackWait <= 0 {
+		ackWait = 30 * time.Second
+	}
+	return cons, ackWait, nil
+}
+
+// consumeErrors logs what a consume of consumer name reports (nats.go itself reconnects) and
+// passes it to also, if given.
+func (r *runner) consumeErrors(name string, also ...func(error)) jetstream.PullConsumeOpt {
+	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		for _, f := range also {
+			f(err)
+		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			r.log.Warn("consume: missed heartbeats; reconnecting", "consumer", name)
+			r.moveOff()
+			return
+		}
+		r.log.Debug("consume", "consumer", name, "err", err)
+	})
+}
+
+func toMessage(msg jetstream.Msg, consumer string) Message {
+	m := Message{Subject: msg.Subject(), Data: msg.Data(), Header: msg.Headers(), Consumer: consumer, Delivered: 1}
+	if md, err := msg.Metadata(); err == nil {
+		m.Stream, m.Seq, m.Delivered, m.Pending, m.Time = md.Stream, md.Sequence.Stream, md.NumDelivered, md.NumPending, md.Timestamp
+	}
+	return m
+}
