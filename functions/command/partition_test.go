@@ -10,8 +10,8 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/natsconn"
 	"maintsignals/shared/function"
+	"maintsignals/shared/natsconn"
 	"maintsignals/test/testenv"
 )
 

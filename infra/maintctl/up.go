@@ -26,8 +26,8 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/admin"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/natsconn"
 	"maintsignals/shared/function"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/telemetry"
 )

@@ -31,9 +31,9 @@ import (
 	"maintsignals/shared/client"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
-	"maintsignals/shared/function"
 	"maintsignals/shared/telemetry"
 )
 
