@@ -125,6 +125,8 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		return fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", domain.WebhookStream, err)
 	}
 	var runs []function.Config
+	// Checking fills in each subscription: on a copy, never the caller's.
+	cfg.Subscriptions = slices.Clone(cfg.Subscriptions)
 	for i := range cfg.Subscriptions {
 		sub := &cfg.Subscriptions[i]
 		if sub.key == nil { // built in code rather than read from a file

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -107,10 +108,13 @@ const rootExample = `  # the whole stack on this machine (NATS on 127.0.0.1:4222
   # a local 3-node JetStream cluster (replicas 3); export the NATS_URL list it prints
   maintctl up --nodes 3 --data ./maint-cluster`
 
+var unsortedCommands sync.Once
+
 // run is maintctl with its arguments (without the program name), environment and outputs.
 func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	// Commands are listed in the order they are added (the admin verbs in workflow order).
-	cobra.EnableCommandSorting = false
+	// cobra keeps this in a global: set it once, before any command is built.
+	unsortedCommands.Do(func() { cobra.EnableCommandSorting = false })
 	if env == nil {
 		env = func(string) string { return "" }
 	}

@@ -180,7 +180,8 @@ func (c *Cluster) startNode(i int) (*Server, error) {
 		return nil, fmt.Errorf("embedded: node %d: %w", i, err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// Generous: a busy machine (the race detector, other tests) can take long to start a node.
+	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
 		return nil, fmt.Errorf("%w: node %d", ErrNotReady, i)
 	}
