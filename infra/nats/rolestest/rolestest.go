@@ -316,7 +316,13 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		ctx := ctxT(t, 15*time.Second)
 		var delivered uint64
 		for i := 0; i < provision.DefaultConfig().Partitions; i++ {
+			// An ack reaches the consumer's state a moment after the outcome is out: ask again
+			// until the ack floor has caught up (or the test's time is up).
 			ci := consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(i))
+			for (ci.NumAckPending != 0 || ci.AckFloor.Stream != ci.Delivered.Stream) && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+				ci = consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(i))
+			}
 			if ci.NumAckPending != 0 || ci.AckFloor.Stream != ci.Delivered.Stream {
 				t.Errorf("%s: %d pending acks, ack floor %d, delivered %d", ci.Name, ci.NumAckPending, ci.AckFloor.Stream, ci.Delivered.Stream)
 			}
