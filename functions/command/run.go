@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -25,7 +26,9 @@ type Config struct {
 	// provisioning (domain.DefaultMaxDeliver unless set otherwise there).
 	MaxDeliver int
 	Log        *slog.Logger
-	Meter      metric.Meter
+	// Meters provides the function's meters (its own metrics under ScopeName, the handler
+	// metrics under the runtime's scope); nil: no metrics.
+	Meters metric.MeterProvider
 
 	// Auth checks command signatures (nil: unsigned commands are accepted): a *signing.Policy,
 	// or a *signing.Watched that follows its signers file.
@@ -60,6 +63,9 @@ const (
 	DefaultEntityRate  = 20
 	DefaultEntityBurst = 200
 )
+
+// ScopeName is the instrumentation scope of the command function's own metrics.
+const ScopeName = "maintsignals/functions/command"
 
 // DefaultMaxCommandAge bounds how long a captured signed command could be replayed.
 const DefaultMaxCommandAge = 15 * time.Minute
@@ -100,7 +106,10 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (function
 	if cfg.Events == nil {
 		cfg.Events = js
 	}
-	m, err := NewMetrics(cfg.Meter)
+	if cfg.Meters == nil {
+		cfg.Meters = noop.NewMeterProvider()
+	}
+	m, err := NewMetrics(cfg.Meters.Meter(ScopeName))
 	if err != nil {
 		return function.Config{}, err
 	}
@@ -149,7 +158,7 @@ func Function(ctx context.Context, js jetstream.JetStream, cfg Config) (function
 			return DeadLetter(ctx, d, msg, reason)
 		},
 		Logger:      cfg.Log,
-		Meter:       cfg.Meter,
+		Meters:      cfg.Meters,
 		Concurrency: cfg.Concurrency,
 		KeyOf:       func(msg function.Message) string { return domain.KeyFromSubject(msg.Subject) },
 	}, nil

@@ -47,7 +47,7 @@ type Emitter struct {
 	tel     *telemetry.Telemetry
 	log     *slog.Logger
 	health  *health
-	runtime metric.Meter
+	runtime metric.MeterProvider
 }
 
 // New prepares an emitter on the provisioned bucket.
@@ -73,7 +73,7 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 		tel:     tel,
 		log:     cfg.Logger.With("function", "emitter"),
 		health:  h,
-		runtime: tel.Meter("maintsignals/shared/function"),
+		runtime: tel.MeterProvider(),
 	}, nil
 }
 
@@ -93,7 +93,7 @@ func (e *Emitter) RuntimeConfig() function.Config {
 		Concurrency:  1,
 		DrainTimeout: e.cfg.ExportTimeout + 5*time.Second,
 		Logger:       e.cfg.Logger,
-		Meter:        e.runtime,
+		Meters:       e.runtime,
 	}
 }
 

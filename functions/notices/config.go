@@ -48,7 +48,7 @@ type Config struct {
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
-	Meter  metric.Meter
+	Meters metric.MeterProvider
 }
 
 // WithDefaults fills zero fields and validates the result. The ladder comes back sorted from
@@ -89,8 +89,8 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Meter == nil {
-		c.Meter = noop.NewMeterProvider().Meter(ScopeName)
+	if c.Meters == nil {
+		c.Meters = noop.NewMeterProvider()
 	}
 	return c, nil
 }

@@ -83,7 +83,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	if err != nil {
 		return nil, fmt.Errorf("notices: stream %s (provision first): %w", domain.NoticesStream, err)
 	}
-	count, err := cfg.Meter.Int64Counter(MetricNotices, metric.WithUnit("{notice}"),
+	count, err := cfg.Meters.Meter(ScopeName).Int64Counter(MetricNotices, metric.WithUnit("{notice}"),
 		metric.WithDescription("Lifecycle notices published, by kind."))
 	if err != nil {
 		return nil, fmt.Errorf("notices metrics: %w", err)
@@ -108,7 +108,7 @@ func (n *Notifier) RuntimeConfig() function.Config {
 		Concurrency:  1,
 		DrainTimeout: n.cfg.RunTimeout + 5*time.Second,
 		Logger:       n.cfg.Logger,
-		Meter:        n.cfg.Meter,
+		Meters:       n.cfg.Meters,
 	}
 }
 

@@ -67,7 +67,7 @@ type Config struct {
 	// server and to the next replica, in order.
 	DrainTimeout time.Duration
 	Log          *slog.Logger
-	Meter        metric.Meter
+	Meters       metric.MeterProvider
 }
 
 func (c *Config) defaults() {
@@ -241,7 +241,7 @@ func runConfig(cfg Config, sub *Subscription, snd *sender) function.Config {
 		},
 		DrainTimeout: cfg.DrainTimeout,
 		Logger:       log,
-		Meter:        cfg.Meter,
+		Meters:       cfg.Meters,
 		BalanceEvery: -1, // one consumer per runtime: nothing to spread
 	}
 }

@@ -120,7 +120,7 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 	fctx, fcancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- command.Run(fctx, env.JS, command.Config{Log: quiet, Meter: tel.Meter("maintsignals/functions/command")})
+		done <- command.Run(fctx, env.JS, command.Config{Log: quiet, Meters: tel.MeterProvider()})
 	}()
 	defer func() { fcancel(); <-done }()
 	if _, err := env.JS.PublishMsg(ctx, testenv.CommandMsg(domain.Command{ID: "n-1", ResourceID: "/c/new", Task: domain.TaskPending})); err != nil {

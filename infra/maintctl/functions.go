@@ -99,7 +99,7 @@ var functions = []functionSpec{
 			}
 			return command.Run(ctx, fe.js, command.Config{
 				Log:           fe.a.log,
-				Meter:         fe.tel.Meter("maintsignals/functions/command"),
+				Meters:        fe.tel.MeterProvider(),
 				Auth:          auth,
 				MaxCommandAge: fe.emit.maxCommandAge,
 				EntityRate:    fe.emit.entityRate,
@@ -134,7 +134,7 @@ var functions = []functionSpec{
 				StuckAfter: fe.emit.stuckAfter,
 				Tick:       fe.tick,
 				Logger:     fe.a.log,
-				Meter:      fe.tel.Meter(notices.ScopeName),
+				Meters:     fe.tel.MeterProvider(),
 			})
 		},
 	},
@@ -157,7 +157,7 @@ var functions = []functionSpec{
 				Subscriptions: subs,
 				FromStart:     fe.emit.fromStart,
 				Log:           fe.a.log,
-				Meter:         fe.tel.Meter("maintsignals/functions/webhook"),
+				Meters:        fe.tel.MeterProvider(),
 			})
 		},
 	},

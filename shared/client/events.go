@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
@@ -83,9 +84,20 @@ func (c *Client) eachStored(ctx context.Context, stream, subject, what string, f
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer it.Stop()
+	var read, lastPending uint64
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		next := jetstream.NextContext(ctx)
+		if read > 0 && read < n && lastPending == 0 {
+			// The stream's leader counted n when the read started, but the replica serving
+			// this read says it has no more yet: it lags (a cluster after a restart). Wait a
+			// little for the rest rather than give an answer that misses the last writes.
+			next = jetstream.NextMaxWait(catchUpWait)
+		}
+		msg, err := it.Next(next)
 		if err != nil {
+			if read > 0 && errors.Is(err, nats.ErrTimeout) {
+				return nil // gone since the count (retention): what there is
+			}
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		md, err := msg.Metadata()
@@ -95,11 +107,17 @@ func (c *Client) eachStored(ctx context.Context, stream, subject, what string, f
 		if err := fn(msg.Data(), md.Sequence.Stream); err != nil {
 			return err
 		}
-		if md.NumPending == 0 {
+		read++
+		lastPending = md.NumPending
+		if read >= n {
 			return nil
 		}
 	}
 }
+
+// catchUpWait is how long a read of a stream waits for a lagging replica to catch up with the
+// count its leader gave.
+const catchUpWait = 2 * time.Second
 
 func eventFilter(resourceID string) (string, error) {
 	if resourceID == "" {

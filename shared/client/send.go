@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
@@ -161,6 +162,7 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 	// The outcome is in; the record read does not need the command's deadline to be left.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	c.awaitStored(rctx, key, res.Event)
 	ent, err := c.Get(rctx, cmd.ResourceID)
 	if err != nil {
 		return res, fmt.Errorf("command %s %s, but reading the record failed: %w", cmd.ID, res.Event.Outcome, err)
@@ -170,6 +172,28 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 		return res, &OutcomeError{Event: res.Event}
 	}
 	return res, nil
+}
+
+// awaitStored waits, briefly and at best, until the events stream has stored ev: the outcome
+// reaches a subscriber on the wire a moment before the stream has it, and a history read right
+// after the command must include it.
+func (c *Client) awaitStored(ctx context.Context, key string, ev domain.Event) {
+	s, err := c.JS.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		return
+	}
+	for ctx.Err() == nil {
+		m, err := s.GetLastMsgForSubject(ctx, domain.EventSubject(key))
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return // not readable here: do not hold the caller up
+		}
+		if err == nil {
+			if last, derr := domain.DecodeEvent(m.Data); derr != nil || last.CommandSeq >= ev.CommandSeq {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (c *Client) noOutcome(ctx context.Context, cmd domain.Command, res *Result) error {

@@ -52,7 +52,7 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	if r.metrics, err = newMetrics(r.cfg.Meter); err != nil {
+	if r.metrics, err = newMetrics(r.cfg.Meters.Meter(MeterScope)); err != nil {
 		t.Fatal(err)
 	}
 	k := &keyed{r: r, name: "p", ctx: context.Background(), ackWait: time.Minute, held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}

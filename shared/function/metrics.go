@@ -18,6 +18,10 @@ type metrics struct {
 	duration metric.Float64Histogram
 }
 
+// MeterScope is the instrumentation scope of the handler metrics, the same for every function,
+// so that one query sees them all.
+const MeterScope = "maintsignals/shared/function"
+
 func newMetrics(m metric.Meter) (*metrics, error) {
 	d, err := m.Float64Histogram("messaging.process.duration",
 		metric.WithUnit("s"),

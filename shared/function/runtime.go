@@ -72,7 +72,8 @@ type Config struct {
 	// DrainTimeout bounds how long in-flight handlers may run after shutdown starts.
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
-	Meter        metric.Meter
+	// Meters provides the meter of the handler metrics, under MeterScope for every function.
+	Meters metric.MeterProvider
 }
 
 // ErrInvalidConfig is wrapped by configuration errors.
@@ -105,8 +106,8 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Meter == nil {
-		c.Meter = noop.NewMeterProvider().Meter("")
+	if c.Meters == nil {
+		c.Meters = noop.NewMeterProvider()
 	}
 	return nil
 }
@@ -117,7 +118,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	m, err := newMetrics(cfg.Meter)
+	m, err := newMetrics(cfg.Meters.Meter(MeterScope))
 	if err != nil {
 		return err
 	}

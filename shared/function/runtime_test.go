@@ -826,7 +826,7 @@ func TestRun_RecordsProcessDurationWithoutSubjects(t *testing.T) {
 		}
 		return nil
 	})
-	cfg.Meter = provider.Meter("x")
+	cfg.Meters = provider
 	e.start(cfg)
 
 	const okSubject, badSubject = "t.m.order-42", "t.m.order-43"
@@ -846,6 +846,9 @@ func TestRun_RecordsProcessDurationWithoutSubjects(t *testing.T) {
 			for _, m := range sm.Metrics {
 				if m.Name != "messaging.process.duration" {
 					continue
+				}
+				if sm.Scope.Name != function.MeterScope {
+					t.Errorf("recorded under scope %q, want %q for every function", sm.Scope.Name, function.MeterScope)
 				}
 				if m.Unit != "s" {
 					t.Errorf("unit = %q, want s", m.Unit)

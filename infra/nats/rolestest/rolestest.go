@@ -259,7 +259,13 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		if e, err := c.Get(ctx, ResourceID); err != nil || e.Record.LastCommandID != "c-3" {
 			t.Errorf("get: %+v, %v", e, err)
 		}
-		if evs, err := c.History(ctx, ResourceID); err != nil || len(evs) != 3 {
+		// The sender saw c-3's outcome on the wire, which can be a moment before the events
+		// stream has stored it: ask until it has.
+		evs, err := c.History(ctx, ResourceID)
+		for ; err == nil && len(evs) < 3 && ctx.Err() == nil; evs, err = c.History(ctx, ResourceID) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil || len(evs) != 3 {
 			t.Errorf("history: %d events, %v", len(evs), err)
 		}
 		n := 0
