@@ -123,25 +123,10 @@ func TestOutcomeEvents_AreCloudEvents(t *testing.T) {
 // storedEvents reads every message of the events stream with its headers.
 func storedEvents(t *testing.T, js jetstream.JetStream) []jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := context.Background()
-	c, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []jetstream.RawStreamMsg
-	for {
-		batch, err := c.FetchNoWait(1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, _ := m.Metadata()
-			out = append(out, jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: md.Sequence.Stream, Header: m.Headers(), Data: m.Data()})
-		}
-		if n == 0 {
-			return out
-		}
-	}
+	testenv.ReadStream(t, js, domain.EventsStream, func(m jetstream.Msg) {
+		md, _ := m.Metadata()
+		out = append(out, jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: md.Sequence.Stream, Header: m.Headers(), Data: m.Data()})
+	})
+	return out
 }

@@ -152,28 +152,37 @@ func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	it, err := c.watchStream(ctx, domain.EventsStream, subject, o.Since, "watch")
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{it: it, log: c.log, c: c}, nil
+}
+
+// watchStream reads stream live under subject with an ordered consumer (it survives reconnects
+// without losing or repeating messages): from now, or from since when it is not zero.
+func (c *Client) watchStream(ctx context.Context, stream, subject string, since time.Time, what string) (jetstream.MessagesContext, error) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
 	}
-	if !o.Since.IsZero() {
-		since := o.Since
+	if !since.IsZero() {
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
 	var cons jetstream.Consumer
-	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		var err error
-		cons, err = c.JS.OrderedConsumer(ctx, domain.EventsStream, cfg)
+		cons, err = c.JS.OrderedConsumer(ctx, stream, cfg)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("watch: %w", notProvisioned(err))
+		return nil, fmt.Errorf("%s: %w", what, notProvisioned(err))
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return nil, fmt.Errorf("watch: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return &Watcher{it: it, log: c.log, c: c}, nil
+	return it, nil
 }
 
 // ErrWatchStopped is returned by Next after Stop.

@@ -71,26 +71,9 @@ func (c *Client) WatchNotices(ctx context.Context, o WatchOptions) (*NoticeWatch
 	if err != nil {
 		return nil, err
 	}
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-	}
-	if !o.Since.IsZero() {
-		since := o.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
-	}
-	var cons jetstream.Consumer
-	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		var err error
-		cons, err = c.JS.OrderedConsumer(ctx, domain.NoticesStream, cfg)
-		return err
-	})
+	it, err := c.watchStream(ctx, domain.NoticesStream, subject, o.Since, "watch notices")
 	if err != nil {
-		return nil, fmt.Errorf("watch notices: %w", notProvisioned(err))
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("watch notices: %w", err)
+		return nil, err
 	}
 	return &NoticeWatcher{it: it, log: c.log, c: c}, nil
 }
