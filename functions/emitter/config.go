@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
 )
 
 // Defaults.
@@ -73,10 +74,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.StuckAfter = domain.DefaultStuckAfter
 	}
 	if c.ExportTimeout == 0 {
-		c.ExportTimeout = DefaultExportTimeout
-		if c.Tick > 0 {
-			c.ExportTimeout = min(DefaultExportTimeout, c.Tick*3/4)
-		}
+		c.ExportTimeout = function.WithinTick(DefaultExportTimeout, c.Tick)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize

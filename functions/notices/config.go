@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
 )
 
 // Defaults (README, Time in the signal).
@@ -75,10 +76,7 @@ func (c Config) WithDefaults() (Config, error) {
 		c.StuckAfter = domain.DefaultStuckAfter
 	}
 	if c.RunTimeout == 0 {
-		c.RunTimeout = DefaultRunTimeout
-		if c.Tick > 0 {
-			c.RunTimeout = min(DefaultRunTimeout, c.Tick*3/4)
-		}
+		c.RunTimeout = function.WithinTick(DefaultRunTimeout, c.Tick)
 	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers

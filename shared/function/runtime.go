@@ -174,6 +174,15 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	return nil
 }
 
+// WithinTick is the deadline of one run of a tick-driven function: def, but at most three
+// quarters of the tick (when known), so that a run that misses it is over before the next tick.
+func WithinTick(def, tick time.Duration) time.Duration {
+	if tick > 0 {
+		return min(def, tick*3/4)
+	}
+	return def
+}
+
 // served is one consumer as a replica serves it: in key order (keyed) or not (plain). Both
 // start in serve and end in stop, the one sequence of every function.
 type served interface {
