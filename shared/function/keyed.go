@@ -185,8 +185,11 @@ func (k *keyed) run(e *keyedEntry) {
 	q := slices.DeleteFunc(k.queues[e.key], func(w *keyedEntry) bool { return w == e })
 	delete(k.held, e.msg.Seq)
 	if !settled {
-		// Shutting down before the message was settled: everything of its key behind it goes
-		// back to the server too, which redelivers them in order.
+		// Shutting down, or the message was given up (its lease lost): everything of its key
+		// behind it goes back to the server too. The given-up message comes back only after its
+		// ack wait, and newer messages of its key may come before it under the same pin and
+		// connection: fence whatever comes from here on, so that none of them overtakes it.
+		k.pin = ""
 		for _, w := range q {
 			delete(k.held, w.msg.Seq)
 		}

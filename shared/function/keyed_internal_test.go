@@ -19,11 +19,12 @@ type heldMsg struct {
 	jetstream.Msg
 	subject string
 	seq     uint64
+	pin     string
 }
 
 func (m *heldMsg) Subject() string      { return m.subject }
 func (m *heldMsg) Data() []byte         { return nil }
-func (m *heldMsg) Headers() nats.Header { return nats.Header{} }
+func (m *heldMsg) Headers() nats.Header { return nats.Header{HeaderPinID: []string{m.pin}} }
 func (m *heldMsg) Ack() error           { return nil }
 func (m *heldMsg) InProgress() error    { return nil }
 func (m *heldMsg) Metadata() (*jetstream.MsgMetadata, error) {
@@ -80,4 +81,56 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 	if len(k.held) != 0 || len(k.queues) != 0 || len(k.ready) != 0 {
 		t.Errorf("left behind: %d held, %d queues, %d ready", len(k.held), len(k.queues), len(k.ready))
 	}
+}
+
+// A message whose lease runs out while its handler works is given up, and the server gives it
+// out again only after its ack wait. A newer message of its key that comes meanwhile, under the
+// same pin and on the same connection, must wait for it: run first, it would overtake it (and
+// the command function would then skip the older command as handled, leaving it without an
+// outcome).
+func TestKeyed_GivenUpMessageIsNotOvertakenByANewerOneOfItsKey(t *testing.T) {
+	var mu sync.Mutex
+	var ran []uint64
+	r := &runner{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 4, MaxDeliver: 10,
+		KeyOf: func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
+		Handler: func(ctx context.Context, m Message) error {
+			mu.Lock()
+			ran = append(ran, m.Seq)
+			mu.Unlock()
+			if m.Seq == 10 {
+				// Works past its lease (no keep-alive is answered here), then checks before
+				// committing, as the command function does.
+				time.Sleep(60 * time.Millisecond)
+				return Holding(ctx)
+			}
+			return nil
+		}}
+	if err := r.cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if r.metrics, err = newMetrics(r.cfg.Meters.Meter(MeterScope)); err != nil {
+		t.Fatal(err)
+	}
+	// checking: the fence's check against the server is not started (there is no server); a
+	// fenced message stays fenced, which is what the test looks for.
+	k := &keyed{r: r, name: "p", ctx: context.Background(), ackWait: 40 * time.Millisecond, pin: "pin-1", checking: true,
+		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
+	k.receive(&heldMsg{subject: "t.x", seq: 10, pin: "pin-1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	k.drained(ctx) // seq 10 given up: no longer held
+	k.receive(&heldMsg{subject: "t.x", seq: 11, pin: "pin-1"})
+	time.Sleep(50 * time.Millisecond)
+	k.mu.Lock()
+	fenced := len(k.fenced)
+	k.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(ran, []uint64{10}) || fenced != 1 {
+		t.Errorf("after seq 10 was given up, seq 11 of its key: handled %v, fenced %d; want only 10 handled and 11 fenced until 10 is back", ran, fenced)
+	}
+	close(k.stop)
+	k.wg.Wait()
 }
