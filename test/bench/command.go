@@ -16,9 +16,10 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// rawGetUpdate is the raw limit: workers doing KV Get + Update on distinct keys, nothing else.
-func rawGetUpdate(ctx context.Context, js jetstream.JetStream, workers int, d time.Duration) (float64, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench_raw", History: 1})
+// rawGetUpdate is the raw limit: workers doing KV Get + Update on distinct keys of a bucket
+// with replicas, nothing else.
+func rawGetUpdate(ctx context.Context, js jetstream.JetStream, workers int, d time.Duration, replicas int) (float64, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "bench_raw", History: 1, Replicas: replicas})
 	if err != nil {
 		return 0, err
 	}

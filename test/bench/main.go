@@ -35,11 +35,18 @@ type sizes struct {
 	latencyFor    time.Duration
 	emitterCounts []int
 	webhookN      int
+	durableN      int // commands of the durable throughput runs
+	durableRate   int // commands per second of the durable latency runs
+	emitterOwnN   int // entities of the emitter's own memory
 }
 
-var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}, webhookN: 20000}
+var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}, webhookN: 20000,
+	durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000}
 
 func main() {
+	if runChild() {
+		return
+	}
 	quick := flag.Bool("quick", false, "small sizes (a smoke run)")
 	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
@@ -71,7 +78,8 @@ func main() {
 	}
 }
 
-var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}, webhookN: 300}
+var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}, webhookN: 300,
+	durableN: 200, durableRate: 100, emitterOwnN: 2000}
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -82,7 +90,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	defer srv.stop()
 	nc, js, connect := srv.nc, srv.js, srv.connect
 
-	raw, err := rawGetUpdate(ctx, js, 4, s.rawDuration)
+	raw, err := rawGetUpdate(ctx, js, 4, s.rawDuration, 1)
 	if err != nil {
 		return fmt.Errorf("raw Get+Update: %w", err)
 	}
@@ -109,17 +117,31 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	if err := benchSyncAlways(ctx, s, raw, tp, out); err != nil {
-		return fmt.Errorf("sync always: %w", err)
+	r1, err := benchDurable(ctx, s, 1, out)
+	if err != nil {
+		return fmt.Errorf("durable R1: %w", err)
+	}
+	r3, err := benchDurable(ctx, s, 3, out)
+	if err != nil {
+		return fmt.Errorf("durable R3: %w", err)
+	}
+	durableLines := func() {
+		fmt.Fprintf(out, "ratio durable_command_r1 %.2f\nratio durable_command_r3 %.2f\nms durable_p99_r3 %.1f\n", r1.ratio(), r3.ratio(), ms(r3.p99))
 	}
 	if commandsOnly {
 		fmt.Fprintf(out, "ratio command_throughput %.2f\nratio webhook_deliveries %.2f\nms command_p99 %.1f\n", tp/raw, wh, ms(p99))
+		durableLines()
 		return nil
 	}
 	em, err := benchEmitter(ctx, js, s.emitterCounts, out)
 	if err != nil {
 		return fmt.Errorf("emitter: %w", err)
 	}
+	own, err := emitterOwnPeak(ctx, s.emitterOwnN)
+	if err != nil {
+		return fmt.Errorf("emitter alone: %w", err)
+	}
+	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, two emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(own))
 
 	fmt.Fprintf(out, "ratio command_throughput %.2f\n", tp/raw)
 	fmt.Fprintf(out, "ratio webhook_deliveries %.2f\n", wh)
@@ -127,6 +149,8 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	fmt.Fprintf(out, "ratio emitter_growth %.2f\n", em.growth)
 	fmt.Fprintf(out, "mb emitter_1m_peak %.0f\n", mb(em.peakLargest))
 	fmt.Fprintf(out, "ms command_p99 %.1f\n", ms(p99))
+	durableLines()
+	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(own))
 	return nil
 }
 
@@ -232,33 +256,6 @@ func startServer(ctx context.Context, syncAlways bool) (*server, error) {
 		return nil, err
 	}
 	return &server{nc: nc, js: js, connect: connect, stop: func() { nc.Close(); stop() }}, nil
-}
-
-// benchSyncAlways measures the same on a server that syncs to disk before acknowledging each
-// write (the setting of `maintctl up` and of the production configuration), to show its cost.
-func benchSyncAlways(ctx context.Context, s sizes, raw, tp float64, out io.Writer) error {
-	srv, err := startServer(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-	nc, js, connect := srv.nc, srv.js, srv.connect
-	rawSync, err := rawGetUpdate(ctx, js, 4, s.rawDuration)
-	if err != nil {
-		return err
-	}
-	stop, err := startReplicas(ctx, connect, 4)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	tpSync, err := commandThroughput(ctx, nc, s.throughputN/4, s.keys)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "with sync_always (fsync before each ack): raw %.0f ops/s (%.2f of unsynced), command function %.0f commands/s (%.2f of unsynced)\n",
-		rawSync, rawSync/raw, tpSync, tpSync/tp)
-	return nil
 }
 
 // Settings of one run, from flags.

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/embedded"
+)
+
+// durable is what users run: every write synced to disk before it is acknowledged
+// (sync_interval: always), on one node with single-replica streams (R1) and on a 3-node
+// loopback cluster with replicated streams and bucket (R3). A replicated stream relaxes per-write
+// syncing to syncing its Raft log (nats-server's SyncOnFlush), so the two differ; each ratio
+// compares the command function with the raw limit of the same topology in the same run.
+type durable struct {
+	raw, command float64 // ops/s, commands/s
+	p50, p99     time.Duration
+	writes       float64 // synced writes (stored messages) per command
+}
+
+func (d durable) ratio() float64 { return d.command / d.raw }
+
+// benchDurable measures one topology: replicas is 1 (one embedded node) or 3 (three).
+func benchDurable(ctx context.Context, s sizes, replicas int, out io.Writer) (durable, error) {
+	var d durable
+	srv, err := startDurable(ctx, replicas)
+	if err != nil {
+		return d, err
+	}
+	defer srv.stop()
+	if d.raw, err = rawGetUpdate(ctx, srv.js, 4, s.rawDuration, replicas); err != nil {
+		return d, fmt.Errorf("raw: %w", err)
+	}
+	stop, err := startReplicas(ctx, srv.connect, 4)
+	if err != nil {
+		return d, err
+	}
+	defer stop()
+	before, err := storedMessages(ctx, srv.js)
+	if err != nil {
+		return d, err
+	}
+	n := s.durableN
+	if d.command, err = commandThroughput(ctx, srv.nc, n, s.keys); err != nil {
+		return d, fmt.Errorf("throughput: %w", err)
+	}
+	after, err := storedMessages(ctx, srv.js)
+	if err != nil {
+		return d, err
+	}
+	d.writes = float64(after-before) / float64(n)
+	if d.p50, d.p99, err = commandLatency(ctx, srv.nc, s.durableRate, s.latencyFor, s.keys); err != nil {
+		return d, fmt.Errorf("latency: %w", err)
+	}
+	fmt.Fprintf(out, "durable R%d (sync always): raw kv get+update, 4 workers: %.0f ops/s; command function: %.0f commands/s (%.2f of raw), %.1f stored messages per command; latency at %d/s: p50 %.1f ms, p99 %.1f ms\n",
+		replicas, d.raw, d.command, d.ratio(), d.writes, s.durableRate, ms(d.p50), ms(d.p99))
+	return d, nil
+}
+
+// storedMessages is how many messages every stream has stored so far (each one a synced
+// write on a single-replica stream, an entry of a synced Raft log on a replicated one).
+func storedMessages(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	var n uint64
+	l := js.ListStreams(ctx)
+	for info := range l.Info() {
+		n += info.State.LastSeq
+	}
+	return n, l.Err()
+}
+
+// startDurable starts a provisioned synced topology: one node for R1, three for R3. Clients
+// connect over loopback TCP, as deployed functions do.
+func startDurable(ctx context.Context, replicas int) (*server, error) {
+	dir, err := os.MkdirTemp("", "maint-bench-durable-")
+	if err != nil {
+		return nil, err
+	}
+	var urls string
+	var stopServers func()
+	if replicas == 1 {
+		srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		urls, stopServers = srv.URL(), srv.Stop
+	} else {
+		c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{Nodes: replicas, StoreDir: dir, SyncAlways: true})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		urls, stopServers = c.URLs(), c.Stop
+	}
+	connect := func() (*nats.Conn, error) { return nats.Connect(urls) }
+	stop := func() { stopServers(); os.RemoveAll(dir) }
+	nc, err := connect()
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Replicas: replicas}); err != nil {
+		nc.Close()
+		stop()
+		return nil, err
+	}
+	if _, err := js.Stream(ctx, domain.CommandsStream); err != nil {
+		nc.Close()
+		stop()
+		return nil, err
+	}
+	return &server{nc: nc, js: js, connect: connect, stop: func() { nc.Close(); stop() }}, nil
+}
