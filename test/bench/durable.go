@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/infra/provision"
-	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 )
 
@@ -109,11 +108,6 @@ func startDurable(ctx context.Context, replicas int) (*server, error) {
 	}
 	js, _ := jetstream.New(nc)
 	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Replicas: replicas}); err != nil {
-		nc.Close()
-		stop()
-		return nil, err
-	}
-	if _, err := js.Stream(ctx, domain.CommandsStream); err != nil {
 		nc.Close()
 		stop()
 		return nil, err
