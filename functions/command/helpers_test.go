@@ -24,10 +24,11 @@ func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wr
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		rc, err := command.Function(ctx, env.JS, cfg)
+		fn, err := command.New(ctx, env.JS, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		rc := fn.RuntimeConfig()
 		rc.Backoff = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond}
 		for _, w := range wrap {
 			rc.Handler = w(rc.Handler)

@@ -86,10 +86,11 @@ func startReplicaVia(t *testing.T, url string, wrap func(function.Handler) funct
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := command.Function(ctx, conn.JS, command.Config{})
+	fn, err := command.New(ctx, conn.JS, command.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc := fn.RuntimeConfig()
 	rc.Handler = wrap(rc.Handler)
 	done := make(chan struct{})
 	go func() {

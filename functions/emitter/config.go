@@ -51,21 +51,21 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// WithDefaults fills zero fields and validates the result.
-func (c Config) WithDefaults() (Config, error) {
+// withDefaults fills zero fields and validates the result.
+func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Retention < 0:
-		return c, fmt.Errorf("%w: retention must not be negative, got %s", ErrInvalidConfig, c.Retention)
+		return c, fmt.Errorf("%w: Retention must not be negative, got %s", ErrInvalidConfig, c.Retention)
 	case c.StuckAfter < 0:
-		return c, fmt.Errorf("%w: stuck limit must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
+		return c, fmt.Errorf("%w: StuckAfter must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
 	case c.Tick < 0:
-		return c, fmt.Errorf("%w: tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
+		return c, fmt.Errorf("%w: Tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
 	case c.ExportTimeout < 0:
-		return c, fmt.Errorf("%w: export timeout must not be negative, got %s", ErrInvalidConfig, c.ExportTimeout)
+		return c, fmt.Errorf("%w: ExportTimeout must not be negative, got %s", ErrInvalidConfig, c.ExportTimeout)
 	case c.BatchSize < 0:
-		return c, fmt.Errorf("%w: batch size must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
+		return c, fmt.Errorf("%w: BatchSize must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
 	case c.MaxRequestBytes < 0:
-		return c, fmt.Errorf("%w: max request bytes must not be negative, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+		return c, fmt.Errorf("%w: MaxRequestBytes must not be negative, got %d", ErrInvalidConfig, c.MaxRequestBytes)
 	}
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
@@ -91,13 +91,13 @@ func (c Config) WithDefaults() (Config, error) {
 	switch {
 	case c.BatchSize < pointsPerEntity+1:
 		// Room for one entity: fewer could never send anything.
-		return c, fmt.Errorf("%w: batch size must be at least %d points, got %d", ErrInvalidConfig, pointsPerEntity+1, c.BatchSize)
+		return c, fmt.Errorf("%w: BatchSize must be at least %d points, got %d", ErrInvalidConfig, pointsPerEntity+1, c.BatchSize)
 	case c.MaxRequestBytes < 64<<10:
-		return c, fmt.Errorf("%w: max request bytes must be at least 64 KiB, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+		return c, fmt.Errorf("%w: MaxRequestBytes must be at least 64 KiB, got %d", ErrInvalidConfig, c.MaxRequestBytes)
 	case c.ExportTimeout < 100*time.Millisecond:
-		return c, fmt.Errorf("%w: export timeout must be at least 100ms, got %s", ErrInvalidConfig, c.ExportTimeout)
+		return c, fmt.Errorf("%w: ExportTimeout must be at least 100ms, got %s", ErrInvalidConfig, c.ExportTimeout)
 	case c.Tick > 0 && c.ExportTimeout >= c.Tick:
-		return c, fmt.Errorf("%w: export timeout %s must be shorter than the tick %s", ErrInvalidConfig, c.ExportTimeout, c.Tick)
+		return c, fmt.Errorf("%w: ExportTimeout %s must be shorter than the Tick %s", ErrInvalidConfig, c.ExportTimeout, c.Tick)
 	}
 	return c, nil
 }

@@ -52,7 +52,7 @@ type Emitter struct {
 
 // New prepares an emitter on the provisioned bucket.
 func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, cfg Config) (*Emitter, error) {
-	cfg, err := cfg.WithDefaults()
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func digest(parts ...string) string {
 // stage is ever sent: a window announced late, or a function that did not run for a while,
 // skips the stages that are already stale instead of sending a burst of them.
 //
-// ladder must be sorted from the longest lead to the shortest (Config.WithDefaults does).
+// ladder must be sorted from the longest lead to the shortest (Config.withDefaults does).
 func Stage(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration) (domain.Notice, bool) {
 	n := domain.Notice{ResourceID: r.ResourceID, State: r.State, Window: r.Window, StateSince: r.StateSince, At: now}
 	switch {

@@ -8,3 +8,6 @@ import "maintsignals/shared/domain"
 func (n *Notifier) SetHooks(before, after func(domain.Notice) error) {
 	n.hooks = hooks{beforePublish: before, afterPublish: after}
 }
+
+// WithDefaults lets the tests of package notices_test see the defaults New fills in.
+func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }

@@ -71,7 +71,7 @@ type hooks struct {
 
 // New prepares the function on the provisioned bucket and notices stream.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, error) {
-	cfg, err := cfg.WithDefaults()
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (n *Notifier) RuntimeConfig() function.Config {
 		Handler:      n.Handle,
 		MaxDeliver:   2,
 		Concurrency:  1,
-		DrainTimeout: n.cfg.RunTimeout + 5*time.Second,
+		DrainTimeout: n.cfg.runTimeout() + 5*time.Second,
 		Logger:       n.cfg.Logger,
 		Meters:       n.cfg.Meters,
 	}
@@ -146,7 +146,7 @@ type Result struct {
 
 // RunOnce reads the bucket and publishes every notice that is due now.
 func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.RunTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
 	now := n.cfg.Now()
 	var (
@@ -188,7 +188,7 @@ func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
 		wg   sync.WaitGroup
 		work = make(chan entry)
 	)
-	for range min(n.cfg.Workers, len(due)) {
+	for range min(workers, len(due)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -30,10 +30,11 @@ func startFailingFunction(t *testing.T, s *stack) *testenv.Outage {
 		t.Fatal(err)
 	}
 	rec := &testenv.Outage{Records: st}
-	rc, err := command.Function(ctx, s.JS, command.Config{Records: rec, MaxDeliver: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	fn, err := command.New(ctx, s.JS, command.Config{Records: rec, MaxDeliver: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc := fn.RuntimeConfig()
 	rc.Backoff = []time.Duration{10 * time.Millisecond}
 	var wg sync.WaitGroup
 	wg.Add(1)

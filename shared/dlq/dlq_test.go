@@ -26,10 +26,11 @@ func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
 	st, _ := store.Open(ctx, env.JS)
 	rec := &testenv.Outage{Records: st}
 	rec.Down.Store(true)
-	rc, err := command.Function(ctx, env.JS, command.Config{Records: rec, MaxDeliver: 2})
+	fn, err := command.New(ctx, env.JS, command.Config{Records: rec, MaxDeliver: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc := fn.RuntimeConfig()
 	rc.Backoff = []time.Duration{10 * time.Millisecond}
 	var wg sync.WaitGroup
 	wg.Add(1)
