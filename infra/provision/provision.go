@@ -31,8 +31,6 @@ type Config struct {
 	EventsMaxAge time.Duration
 	// CommandsMaxAge is how long commands are kept for audit and replay.
 	CommandsMaxAge time.Duration
-	// NoticesMaxAge is how long lifecycle notices are kept (default: as long as events).
-	NoticesMaxAge time.Duration
 	// DLQMaxAge is how long dead letters are kept.
 	DLQMaxAge time.Duration
 	// DuplicateWindow is the de-duplication window of the commands and events streams.
@@ -81,7 +79,6 @@ func (c Config) WithDefaults() (Config, error) {
 	orDefault(&c.EventsMaxAge, d.EventsMaxAge)
 	orDefault(&c.CommandsMaxAge, d.CommandsMaxAge)
 	orDefault(&c.DLQMaxAge, d.DLQMaxAge)
-	orDefault(&c.NoticesMaxAge, c.EventsMaxAge)
 	orDefault(&c.DuplicateWindow, d.DuplicateWindow)
 	orDefault(&c.AckWait, d.AckWait)
 	orDefault(&c.MaxDeliver, d.MaxDeliver)
@@ -200,7 +197,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Description: "Maintenance-signal lifecycle notices: reminders, due, overdue, stuck",
 			Subjects:    []string{domain.NoticePrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.NoticesMaxAge,
+			MaxAge:      c.EventsMaxAge, // notices are kept as long as events
 			Duplicates:  c.DuplicateWindow,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
