@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maintsignals/shared/telemetry"
-	"strings"
+	"net"
 	"time"
+
+	"maintsignals/shared/telemetry"
 )
 
 // setupTelemetry sets up metrics export from the OTEL_* environment, or a Prometheus page at
@@ -19,7 +21,8 @@ func (a *app) setupTelemetry(ctx context.Context, service, metricsListen string,
 	}
 	tel, err := telemetry.Setup(ctx, cfg)
 	if err != nil {
-		if metricsListen != "" && strings.Contains(err.Error(), "listen") {
+		var opErr *net.OpError
+		if metricsListen != "" && errors.As(err, &opErr) && opErr.Op == "listen" {
 			return nil, fmt.Errorf("%w (use --metrics-listen with another address, or \"\" for no metrics page)", err)
 		}
 		return nil, err
