@@ -8,6 +8,7 @@ import (
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
 	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
 )
 
 // timeLines renders the time points of entity id in an export: metric=seconds, in a fixed
@@ -39,7 +40,7 @@ func fleetValue(t *testing.T, e otlpreceiver.Export, metric string) float64 {
 // reading the OTLP protobuf of the first run after each change.
 func TestEmitter_ExportsWindowAndStateTimes(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Second)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	r := otlpreceiver.Start(t)
 	tel := newTelemetry(t, r, otlpreceiver.GRPC)
 	st := openStore(t, env.JS)
@@ -98,7 +99,7 @@ func TestEmitter_ExportsWindowAndStateTimes(t *testing.T) {
 // only once it has run longer than the limit.
 func TestEmitter_UpdateBecomesStuckAfterTheLimit(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Second)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	r := otlpreceiver.Start(t)
 	tel := newTelemetry(t, r, otlpreceiver.GRPC)
 	st := openStore(t, env.JS)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -245,7 +243,7 @@ func consumerLag(t *testing.T, js jetstream.JetStream, stream, name string) (int
 	return int64(ci.NumPending) + int64(ci.NumAckPending), leader
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 // runCommand runs a command-function replica until the returned stop is called.
 func runCommand(t *testing.T, js jetstream.JetStream) (stop func()) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"maintsignals/test/testenv"
 	"strconv"
 	"strings"
@@ -64,7 +62,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		fctx, fcancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- command.Run(fctx, js, command.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			done <- command.Run(fctx, js, command.Config{Log: testenv.Quiet()})
 		}()
 		t.Cleanup(func() {
 			fcancel()
@@ -121,18 +119,6 @@ func (c *cli) ok(args ...string) string {
 		c.t.Fatalf("maintctl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
 	}
 	return r.stdout
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func mustContain(t *testing.T, what, s string, subs ...string) {

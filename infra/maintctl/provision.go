@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maintsignals/infra/provision"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"maintsignals/infra/provision"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maintsignals/shared/telemetry"
 	"net"
 	"time"
-
-	"maintsignals/shared/telemetry"
 )
 
 // setupTelemetry sets up metrics export from the OTEL_* environment, or a Prometheus page at

@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,9 +14,10 @@ import (
 	"maintsignals/shared/admin"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/function"
+	"maintsignals/test/testenv"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 // probe GETs path on the admin server and returns the status code and body.
 func probe(t *testing.T, srv *admin.Server, path string) (int, string) {

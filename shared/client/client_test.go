@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -23,7 +21,7 @@ import (
 
 const id = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 func setup(t *testing.T, withFunction bool) *client.Client {
 	t.Helper()
