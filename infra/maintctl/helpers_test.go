@@ -32,11 +32,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 	// embedded.Config.Listen with port 0 would listen on nats-server's default 4222, so the
 	// test picks a free port itself.
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	s, err := embedded.Start(embedded.Config{Name: "maintctl-test", StoreDir: t.TempDir(), Listen: listen})
-	if err != nil {
-		t.Fatalf("start nats: %v", err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{Name: "maintctl-test", StoreDir: t.TempDir(), Listen: listen})
 	nc, err := s.Connect()
 	if err != nil {
 		t.Fatal(err)

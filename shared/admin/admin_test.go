@@ -57,11 +57,7 @@ type fixture struct {
 
 func start(t *testing.T) *fixture {
 	t.Helper()
-	s, err := embedded.Start(embedded.Config{Name: "admin-0", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{Name: "admin-0", StoreDir: t.TempDir()})
 	nc, err := s.Connect(nats.ReconnectWait(10 * time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -152,11 +152,7 @@ func TestSendDeniedFailsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	connect := func(u natstest.User, r natsconf.Role) *client.Client {

@@ -40,11 +40,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("start embedded server: %v", err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir()})
 	nc, err := s.Connect()
 	if err != nil {
 		t.Fatalf("connect: %v", err)

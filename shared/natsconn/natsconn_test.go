@@ -139,11 +139,7 @@ func tlsServer(t *testing.T, mutual bool) (*embedded.Server, *natstest.CA, natst
 		t.Fatal(err)
 	}
 	u := natstest.NewUser(t)
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", TLS: tc, Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", TLS: tc, Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
 	return s, ca, u
 }
 
@@ -192,11 +188,7 @@ func TestConnect_TLS(t *testing.T) {
 
 func TestConnect_KeyPairHeldInMemory(t *testing.T) {
 	u := natstest.NewUser(t)
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
 	opt, err := natsconn.KeyPair(u.KeyPair)
 	if err != nil {
 		t.Fatal(err)

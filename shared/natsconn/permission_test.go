@@ -30,17 +30,13 @@ const fast = 2 * time.Second
 func limitedServer(t *testing.T) (s *embedded.Server, boss, limited natstest.User) {
 	t.Helper()
 	boss, limited = natstest.NewUser(t), natstest.NewUser(t)
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{
+	s = testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{
 		{Nkey: boss.Public},
 		{Nkey: limited.Public, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: []string{"ok.>", "$JS.API.>"}, Deny: []string{"denied.>"}},
 			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX_limited.>"}},
 		}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
 	c := connect(t, s, boss, "")
 	ctx := testenv.Context(t, 10*time.Second)
 	if _, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"ok.>", "denied.>"}}); err != nil {

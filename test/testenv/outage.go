@@ -8,19 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/store"
-)
 
-// Records is the record store a command function reads and writes.
-type Records interface {
-	Get(ctx context.Context, key string) (domain.Record, uint64, error)
-	Put(ctx context.Context, key string, prev store.Versioned, next domain.Record) (uint64, error)
-}
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // ErrInjected is the failure an Outage injects.
 var ErrInjected = errors.New("injected: bucket unreachable")
@@ -28,7 +22,7 @@ var ErrInjected = errors.New("injected: bucket unreachable")
 // Outage wraps a record store and makes its reads fail while Down is set, as when the bucket is
 // unreachable.
 type Outage struct {
-	Records
+	command.Records
 	Down atomic.Bool
 }
 

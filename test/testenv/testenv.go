@@ -49,19 +49,23 @@ func StartListening(t testing.TB, opts ...Option) *Env {
 	return start(t, embedded.Config{Name: "test-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}, opts...)
 }
 
-func start(t testing.TB, cfg embedded.Config, opts ...Option) *Env {
+// Server starts an embedded server of cfg and stops it when the test ends.
+func Server(t testing.TB, cfg embedded.Config) *embedded.Server {
 	t.Helper()
-	dir := cfg.StoreDir
 	s, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}
 	t.Cleanup(s.Stop)
+	return s
+}
+
+func start(t testing.TB, cfg embedded.Config, opts ...Option) *Env {
+	t.Helper()
+	dir := cfg.StoreDir
+	s := Server(t, cfg)
 	e := &Env{Server: s, Dir: dir, NC: Connect(t, s), Config: provision.Config{Tick: time.Minute}}
-	e.JS, err = jetstream.New(e.NC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.JS = JetStream(t, e.NC)
 	for _, o := range opts {
 		o(&e.Config)
 	}
