@@ -1,8 +1,8 @@
 package command
 
 import (
+	"cmp"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 )
 
@@ -76,33 +77,19 @@ type Authority interface {
 
 // withDefaults fills zero fields and validates the result.
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case c.MaxDeliver < 0:
-		return c, fmt.Errorf("%w: MaxDeliver must not be negative, got %d", ErrInvalidConfig, c.MaxDeliver)
-	case c.MaxCommandAge < 0:
-		return c, fmt.Errorf("%w: MaxCommandAge must not be negative, got %s", ErrInvalidConfig, c.MaxCommandAge)
-	case c.EntityBurst < 0:
-		return c, fmt.Errorf("%w: EntityBurst must not be negative, got %d", ErrInvalidConfig, c.EntityBurst)
-	case c.MinNotice < 0:
-		return c, fmt.Errorf("%w: MinNotice must not be negative, got %s", ErrInvalidConfig, c.MinNotice)
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "MaxDeliver", c.MaxDeliver),
+		function.NotNegative(ErrInvalidConfig, "MaxCommandAge", c.MaxCommandAge),
+		function.NotNegative(ErrInvalidConfig, "EntityBurst", c.EntityBurst),
+		function.NotNegative(ErrInvalidConfig, "MinNotice", c.MinNotice),
+	); err != nil {
+		return c, err
 	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = domain.DefaultMaxDeliver
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
-	if c.Meters == nil {
-		c.Meters = noop.NewMeterProvider()
-	}
-	if c.MaxCommandAge == 0 {
-		c.MaxCommandAge = DefaultMaxCommandAge
-	}
-	if c.EntityRate == 0 {
-		c.EntityRate = DefaultEntityRate
-	}
-	if c.EntityBurst == 0 {
-		c.EntityBurst = DefaultEntityBurst
-	}
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, domain.DefaultMaxDeliver)
+	c.Log = cmp.Or(c.Log, slog.Default())
+	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
+	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)
+	c.EntityRate = cmp.Or(c.EntityRate, DefaultEntityRate)
+	c.EntityBurst = cmp.Or(c.EntityBurst, DefaultEntityBurst)
 	return c, nil
 }

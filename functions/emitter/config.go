@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,40 +54,24 @@ type Config struct {
 
 // withDefaults fills zero fields and validates the result.
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case c.Retention < 0:
-		return c, fmt.Errorf("%w: Retention must not be negative, got %s", ErrInvalidConfig, c.Retention)
-	case c.StuckAfter < 0:
-		return c, fmt.Errorf("%w: StuckAfter must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
-	case c.Tick < 0:
-		return c, fmt.Errorf("%w: Tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
-	case c.ExportTimeout < 0:
-		return c, fmt.Errorf("%w: ExportTimeout must not be negative, got %s", ErrInvalidConfig, c.ExportTimeout)
-	case c.BatchSize < 0:
-		return c, fmt.Errorf("%w: BatchSize must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
-	case c.MaxRequestBytes < 0:
-		return c, fmt.Errorf("%w: MaxRequestBytes must not be negative, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "Retention", c.Retention),
+		function.NotNegative(ErrInvalidConfig, "StuckAfter", c.StuckAfter),
+		function.NotNegative(ErrInvalidConfig, "Tick", c.Tick),
+		function.NotNegative(ErrInvalidConfig, "ExportTimeout", c.ExportTimeout),
+		function.NotNegative(ErrInvalidConfig, "BatchSize", c.BatchSize),
+		function.NotNegative(ErrInvalidConfig, "MaxRequestBytes", c.MaxRequestBytes),
+	); err != nil {
+		return c, err
 	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.StuckAfter == 0 {
-		c.StuckAfter = domain.DefaultStuckAfter
-	}
-	if c.ExportTimeout == 0 {
-		c.ExportTimeout = function.WithinTick(DefaultExportTimeout, c.Tick)
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.StuckAfter = cmp.Or(c.StuckAfter, domain.DefaultStuckAfter)
+	c.ExportTimeout = cmp.Or(c.ExportTimeout, function.WithinTick(DefaultExportTimeout, c.Tick))
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, DefaultMaxRequestBytes)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	switch {
 	case c.BatchSize < pointsPerEntity+1:

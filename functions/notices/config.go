@@ -1,6 +1,7 @@
 package notices
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,11 +52,11 @@ type Config struct {
 // withDefaults fills zero fields and validates the result. The ladder comes back sorted from
 // the longest lead to the shortest, without repeats.
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case c.StuckAfter < 0:
-		return c, fmt.Errorf("%w: StuckAfter must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
-	case c.Tick < 0:
-		return c, fmt.Errorf("%w: Tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "StuckAfter", c.StuckAfter),
+		function.NotNegative(ErrInvalidConfig, "Tick", c.Tick),
+	); err != nil {
+		return c, err
 	}
 	if c.Remind == nil {
 		c.Remind = DefaultRemind
@@ -68,17 +69,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	slices.SortFunc(ladder, func(a, b time.Duration) int { return int(b/time.Second - a/time.Second) })
 	c.Remind = slices.Compact(ladder)
-	if c.StuckAfter == 0 {
-		c.StuckAfter = domain.DefaultStuckAfter
-	}
+	c.StuckAfter = cmp.Or(c.StuckAfter, domain.DefaultStuckAfter)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
 	if c.Now == nil {
 		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Meters == nil {
-		c.Meters = noop.NewMeterProvider()
 	}
 	return c, nil
 }

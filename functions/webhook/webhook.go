@@ -10,6 +10,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,35 +75,24 @@ type Config struct {
 // withDefaults fills zero fields and validates the result, each subscription included (on a
 // copy, never the caller's).
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case len(c.Subscriptions) == 0:
+	if len(c.Subscriptions) == 0 {
 		return c, fmt.Errorf("%w: Subscriptions: none (give --subscriptions FILE)", ErrInvalidConfig)
-	case c.Timeout < 0:
-		return c, fmt.Errorf("%w: Timeout must not be negative, got %s", ErrInvalidConfig, c.Timeout)
-	case c.RetryFor < 0:
-		return c, fmt.Errorf("%w: RetryFor must not be negative, got %s", ErrInvalidConfig, c.RetryFor)
-	case c.InFlight < 0:
-		return c, fmt.Errorf("%w: InFlight must not be negative, got %d", ErrInvalidConfig, c.InFlight)
-	case c.DrainTimeout < 0:
-		return c, fmt.Errorf("%w: DrainTimeout must not be negative, got %s", ErrInvalidConfig, c.DrainTimeout)
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "Timeout", c.Timeout),
+		function.NotNegative(ErrInvalidConfig, "RetryFor", c.RetryFor),
+		function.NotNegative(ErrInvalidConfig, "InFlight", c.InFlight),
+		function.NotNegative(ErrInvalidConfig, "DrainTimeout", c.DrainTimeout),
+	); err != nil {
+		return c, err
 	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.RetryFor = cmp.Or(c.RetryFor, DefaultRetryFor)
+	c.InFlight = cmp.Or(c.InFlight, DefaultInFlight)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, c.Timeout+5*time.Second)
+	c.Log = cmp.Or(c.Log, slog.Default())
 	if len(c.Backoff) == 0 {
 		c.Backoff = DefaultBackoff
-	}
-	if c.RetryFor == 0 {
-		c.RetryFor = DefaultRetryFor
-	}
-	if c.InFlight == 0 {
-		c.InFlight = DefaultInFlight
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = c.Timeout + 5*time.Second
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
 	}
 	c.Subscriptions = slices.Clone(c.Subscriptions)
 	for i := range c.Subscriptions {
