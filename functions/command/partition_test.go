@@ -54,7 +54,7 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 
 			startReplicas(t, env, 1, command.Config{})
 			link.Cut()
-			if ev := eventsWithin(t, env.JS, key, 1, 40*time.Second)[0]; ev.CommandID != "c-1" || ev.Outcome != domain.OutcomeApplied {
+			if ev := testenv.WaitEvents(t, env.JS, key, 1, 40*time.Second)[0]; ev.CommandID != "c-1" || ev.Outcome != domain.OutcomeApplied {
 				t.Fatalf("first outcome %+v, want c-1 applied by the replica that took over", ev)
 			}
 			send(t, env.JS, domain.Command{ID: "c-2", ResourceID: cluster, Task: domain.TaskNone})

@@ -87,27 +87,13 @@ func TestReplay_AppliedCommandComesBackAsDuplicate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutcomes(t, env, key, 1)
+	testenv.WaitEvents(t, env.JS, key, 1, 10*time.Second)
 	if _, err := dlq.Replay(ctx, env.JS, ack.Sequence); err != nil {
 		t.Fatal(err)
 	}
-	evs := waitOutcomes(t, env, key, 2)
+	evs := testenv.WaitEvents(t, env.JS, key, 2, 10*time.Second)
 	if evs[0].Outcome != domain.OutcomeApplied || evs[1].Outcome != domain.OutcomeDuplicate {
 		t.Fatalf("outcomes %+v, want applied then duplicate", evs)
-	}
-}
-
-func waitOutcomes(t *testing.T, env *testenv.Env, key string, n int) []domain.Event {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		evs := testenv.Events(t, env.JS, domain.EventSubject(key))
-		if len(evs) >= n {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d outcomes, want %d", len(evs), n)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

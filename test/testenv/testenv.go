@@ -126,3 +126,20 @@ func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 	}
 	return js
 }
+
+// WaitEvents waits until at least n outcome events of the entity key are stored, and returns
+// every one of them, oldest first; the test fails if within passes first.
+func WaitEvents(t testing.TB, js jetstream.JetStream, key string, n int, within time.Duration) []domain.Event {
+	t.Helper()
+	var evs []domain.Event
+	deadline := time.Now().Add(within)
+	for {
+		if evs = Events(t, js, domain.EventSubject(key)); len(evs) >= n {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %s: %d outcome events after %s, want %d", key, len(evs), within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
