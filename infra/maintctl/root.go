@@ -310,16 +310,17 @@ func connectAdvice(err error, unreachable string) error {
 		hostname  x509.HostnameError
 		certErr   *tls.CertificateVerificationError
 	)
+	// Only the TLS cases at the end read the text: an alert the server sends comes as
+	// crypto/tls's unexported alert type, and its text alone says "certificate required".
 	msg := err.Error()
 	switch {
 	case errors.Is(err, natsconn.ErrInvalidOptions):
 		return err
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
-		strings.Contains(strings.ToLower(msg), "authorization violation"):
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
 		return fmt.Errorf("%w: the server refused these credentials: give a user it knows with --nkey FILE or --creds FILE ($NATS_NKEY, $NATS_CREDS)", err)
 	case errors.As(err, &hostname):
 		return fmt.Errorf("%w: the server's TLS certificate is not for this address: connect with a name or address it lists", err)
-	case errors.As(err, &unknownCA), errors.As(err, &certErr), strings.Contains(msg, "x509:"):
+	case errors.As(err, &unknownCA), errors.As(err, &certErr):
 		return fmt.Errorf("%w: the server's TLS certificate is not trusted: give the CA that signed it with --tlsca FILE ($NATS_CA)", err)
 	case strings.Contains(msg, "certificate required"), strings.Contains(msg, "bad certificate"):
 		return fmt.Errorf("%w: the server requires a client certificate (mutual TLS): give it with --tlscert FILE --tlskey FILE ($NATS_CERT, $NATS_KEY)", err)
