@@ -6,12 +6,12 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Cache remembers the records this replica wrote, so that the next command of an entity
+// cache remembers the records this replica wrote, so that the next command of an entity
 // starts from them instead of reading the bucket. A remembered record is only a guess: the
 // write that follows is a compare-and-swap at its revision, so a record another replica changed
 // meanwhile is caught by the bucket (a conflict, then a fresh read). Only a command that the
 // guess would apply is decided on it; any other outcome is decided on a fresh read.
-type Cache struct {
+type cache struct {
 	mu      sync.Mutex
 	max     int
 	entries map[string]cached
@@ -22,15 +22,15 @@ type cached struct {
 	rev uint64
 }
 
-// NewCache returns a cache of at most size records; nil (no cache) when size is negative.
-func NewCache(size int) *Cache {
+// newCache returns a cache of at most size records; nil (no cache) when size is negative.
+func newCache(size int) *cache {
 	if size < 0 {
 		return nil
 	}
-	return &Cache{max: size, entries: make(map[string]cached)}
+	return &cache{max: size, entries: make(map[string]cached)}
 }
 
-func (c *Cache) get(key string) (domain.Record, uint64, bool) {
+func (c *cache) get(key string) (domain.Record, uint64, bool) {
 	if c == nil {
 		return domain.Record{}, 0, false
 	}
@@ -40,7 +40,7 @@ func (c *Cache) get(key string) (domain.Record, uint64, bool) {
 	return e.rec, e.rev, ok
 }
 
-func (c *Cache) put(key string, rec domain.Record, rev uint64) {
+func (c *cache) put(key string, rec domain.Record, rev uint64) {
 	if c == nil {
 		return
 	}
@@ -57,7 +57,7 @@ func (c *Cache) put(key string, rec domain.Record, rev uint64) {
 	c.entries[key] = cached{rec: rec, rev: rev}
 }
 
-func (c *Cache) forget(key string) {
+func (c *cache) forget(key string) {
 	if c == nil {
 		return
 	}

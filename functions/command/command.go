@@ -7,9 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,27 +29,8 @@ type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }
 
-// Deps are the handler's dependencies.
-type Deps struct {
-	Records Records
-	Events  Publisher
-	Metrics *Metrics
-	Log     *slog.Logger
-	// Now is the clock that stamps outcomes; time.Now when nil. Decisions never read it.
-	Now func() time.Time
-	// Auth checks command signatures; nil accepts every command unsigned.
-	Auth Authority
-	// Rules are the decision's settings (admission, age of signed commands).
-	Rules Rules
-	// Answered finds the last outcome event of an entity, so that a redelivered command that
-	// already has its outcome is not judged again; nil skips the check.
-	Answered Answered
-	// Cache remembers records this replica wrote; nil reads every record from the bucket.
-	Cache *Cache
-}
-
-// Answered looks up the last outcome event published for an entity key.
-type Answered interface {
+// answers looks up the last outcome event published for an entity key.
+type answers interface {
 	LastEvent(ctx context.Context, key string) (domain.Event, bool, error)
 }
 
@@ -63,7 +42,7 @@ const maxConflicts = 5
 // Handle applies one command message: gate (decode, signature), load, decide, commit. It
 // returns nil when the command has its outcome (applied, rejected or duplicate) published, and
 // an error when the work must be retried.
-func Handle(ctx context.Context, d Deps, msg function.Message) error {
+func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	msgID := msg.Header.Get(domain.HeaderMsgID)
 	cmd, rej := d.decode(msg, key, msgID)
@@ -84,24 +63,24 @@ func Handle(ctx context.Context, d Deps, msg function.Message) error {
 		if err != nil {
 			return err
 		}
-		dl := Delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
-		dec := decide(cur.Record, cmd, dl, d.Rules, d.clock()().UTC())
+		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
+		dec := decide(cur.Record, cmd, dl, d.rules, d.now().UTC())
 		dec.Event.Revision = cur.Rev
-		log := d.log().With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())
+		log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())
 		switch dec.Action {
-		case Reread:
+		case actReread:
 			fresh = true
 			continue
-		case Skip:
+		case actSkip:
 			log.Info("command handled before; nothing to do", "why", dec.Why, "last_seq", cur.Record.LastCommandSeq)
 			return nil
-		case Republish:
+		case actRepublish:
 			log.Info("command applied before; publishing its outcome again")
 			return d.publish(ctx, key, eventMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
-		case Duplicate:
-			d.Metrics.command(ctx, domain.OutcomeDuplicate, "")
+		case actDuplicate:
+			d.metrics.command(ctx, domain.OutcomeDuplicate, "")
 			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
-		case Reject:
+		case actReject:
 			return d.rejected(ctx, key, cmd, dec.Event)
 		}
 		// Commit only while this replica still holds the command: one that lost it (cut off,
@@ -109,21 +88,21 @@ func Handle(ctx context.Context, d Deps, msg function.Message) error {
 		if err := function.Holding(ctx); err != nil {
 			return err
 		}
-		newRev, err := d.Records.Put(ctx, key, cur, dec.Next)
+		newRev, err := d.records.Put(ctx, key, cur, dec.Next)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
 			log.Debug("record moved on; re-reading", "err", err)
-			d.Cache.forget(key)
+			d.cache.forget(key)
 			fresh = true
 			continue
 		}
 		if err != nil {
-			d.Cache.forget(key)
+			d.cache.forget(key)
 			return fmt.Errorf("write record: %w", err)
 		}
-		d.Cache.put(key, dec.Next, newRev)
+		d.cache.put(key, dec.Next, newRev)
 		dec.Event.Revision = newRev
-		d.Metrics.transition(ctx, dec.Transition, cmd.Task)
-		d.Metrics.command(ctx, domain.OutcomeApplied, "")
+		d.metrics.transition(ctx, dec.Transition, cmd.Task)
+		d.metrics.command(ctx, domain.OutcomeApplied, "")
 		log.Info("command applied", "task", cmd.Task, "from", dec.Transition.From, "to", dec.Transition.To, "outcome", domain.OutcomeApplied, "revision", newRev)
 		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
 	}
@@ -133,16 +112,16 @@ func Handle(ctx context.Context, d Deps, msg function.Message) error {
 // answered reports whether a redelivered command already has its outcome: events of an entity
 // are published in command order, so if the last one answers this command, it was handled and
 // only the ack was lost.
-func (d Deps) answered(ctx context.Context, key string, cmd domain.Command, msg function.Message) (bool, error) {
-	if msg.Delivered <= 1 || d.Answered == nil {
+func (d *Applier) answered(ctx context.Context, key string, cmd domain.Command, msg function.Message) (bool, error) {
+	if msg.Delivered <= 1 || d.answers == nil {
 		return false, nil
 	}
-	last, ok, err := d.Answered.LastEvent(ctx, key)
+	last, ok, err := d.answers.LastEvent(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("read last outcome: %w", err)
 	}
 	if ok && last.CommandSeq == msg.Seq && last.CommandID == cmd.ID {
-		d.log().Info("redelivered command already has its outcome", "key", key, "command_id", cmd.ID, "outcome", last.Outcome)
+		d.log.Info("redelivered command already has its outcome", "key", key, "command_id", cmd.ID, "outcome", last.Outcome)
 		return true, nil
 	}
 	return false, nil
@@ -150,13 +129,13 @@ func (d Deps) answered(ctx context.Context, key string, cmd domain.Command, msg 
 
 // load returns the record to decide on: the remembered copy of this replica's last write when
 // there is one and fresh is false, else the bucket's.
-func (d Deps) load(ctx context.Context, key string, fresh bool) (store.Versioned, bool, error) {
+func (d *Applier) load(ctx context.Context, key string, fresh bool) (store.Versioned, bool, error) {
 	if !fresh {
-		if rec, rev, ok := d.Cache.get(key); ok {
+		if rec, rev, ok := d.cache.get(key); ok {
 			return store.Versioned{Record: rec, Rev: rev}, true, nil
 		}
 	}
-	rec, rev, err := d.Records.Get(ctx, key)
+	rec, rev, err := d.records.Get(ctx, key)
 	if err != nil {
 		return store.Versioned{}, false, readError(err)
 	}
@@ -166,11 +145,11 @@ func (d Deps) load(ctx context.Context, key string, fresh bool) (store.Versioned
 // decode reads and checks a command: its signature over the exact body first (an unauthorized
 // sender gets no further), then its content, then whether the signer may send its task. A
 // verified signer's configured name replaces the self-declared actor.
-func (d Deps) decode(msg function.Message, key, msgID string) (domain.Command, *domain.Rejection) {
+func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Command, *domain.Rejection) {
 	var signer *signing.Signer
-	if d.Auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
+	if d.auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
 		var rej *domain.Rejection
-		if signer, rej = d.Auth.Verify(msg.Data, msg.Header); rej != nil {
+		if signer, rej = d.auth.Verify(msg.Data, msg.Header); rej != nil {
 			// Best effort, for the outcome event: which command was refused.
 			cmd, _ := domain.DecodeCommand(msg.Data, key, msgID)
 			cmd.Actor = ""
@@ -181,8 +160,8 @@ func (d Deps) decode(msg function.Message, key, msgID string) (domain.Command, *
 	if rej != nil {
 		return cmd, rej
 	}
-	if d.Auth != nil {
-		if rej := d.Auth.Authorize(signer, cmd.Task); rej != nil {
+	if d.auth != nil {
+		if rej := d.auth.Authorize(signer, cmd.Task); rej != nil {
 			cmd.Actor = ""
 			return cmd, rej
 		}
@@ -197,15 +176,15 @@ func (d Deps) decode(msg function.Message, key, msgID string) (domain.Command, *
 // signature does not hold). The record is read only to report its state, and to see whether
 // the command was handled already (a late copy from a replica that lost it); a rejection never
 // writes it.
-func (d Deps) reject(ctx context.Context, key string, msg function.Message, cmd domain.Command, rej *domain.Rejection) error {
+func (d *Applier) reject(ctx context.Context, key string, msg function.Message, cmd domain.Command, rej *domain.Rejection) error {
 	state := domain.StateNone
 	var rev uint64
 	if key != "" {
-		rec, r, err := d.Records.Get(ctx, key)
+		rec, r, err := d.records.Get(ctx, key)
 		switch {
 		case err == nil:
 			if rec.HandledBefore(msg.Seq, msg.Time) {
-				d.log().Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
+				d.log.Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
 				return nil
 			}
 			state, rev = rec.State, r
@@ -213,23 +192,23 @@ func (d Deps) reject(ctx context.Context, key string, msg function.Message, cmd 
 			return readError(err)
 		}
 	}
-	ev := domain.Rejected(cmd, state, rej, d.clock()().UTC())
+	ev := domain.Rejected(cmd, state, rej, d.now().UTC())
 	ev.Revision, ev.CommandSeq = rev, msg.Seq
 	return d.rejected(ctx, key, cmd, ev)
 }
 
 // rejected publishes a rejection outcome.
-func (d Deps) rejected(ctx context.Context, key string, cmd domain.Command, ev domain.Event) error {
-	d.Metrics.command(ctx, domain.OutcomeRejected, ev.Code)
-	d.log().Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
+func (d *Applier) rejected(ctx context.Context, key string, cmd domain.Command, ev domain.Event) error {
+	d.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
+	d.log.Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
 	return d.publish(ctx, key, eventMsgID(cmd.ID, ev.CommandSeq), ev)
 }
 
-// DeadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
+// deadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
 // the record shows the command was applied and only its event failed (then the applied event
 // is published: an outcome is never replaced by a wrong one), or that it was handled before
 // (a late copy: its outcome exists).
-func DeadLetter(ctx context.Context, d Deps, msg function.Message, reason string) error {
+func (d *Applier) deadLetter(ctx context.Context, msg function.Message, reason string) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	cmd, _ := domain.DecodeCommand(msg.Data, key, "")
 	if cmd.ID == "" {
@@ -239,7 +218,7 @@ func DeadLetter(ctx context.Context, d Deps, msg function.Message, reason string
 	// state that cannot be read is reported as "" rather than guessed.
 	var state domain.State
 	var rev uint64
-	if rec, r, err := d.Records.Get(ctx, key); err == nil {
+	if rec, r, err := d.records.Get(ctx, key); err == nil {
 		if appliedLast(rec, cmd.ID, msg.Seq) {
 			return d.republish(ctx, key, rec, r)
 		}
@@ -248,15 +227,15 @@ func DeadLetter(ctx context.Context, d Deps, msg function.Message, reason string
 		}
 		state, rev = rec.State, r
 	}
-	ev := domain.DeadLettered(cmd, state, reason, d.clock()().UTC())
+	ev := domain.DeadLettered(cmd, state, reason, d.now().UTC())
 	ev.Revision, ev.CommandSeq = rev, msg.Seq
-	d.Metrics.command(ctx, domain.OutcomeDeadLettered, "")
+	d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
 	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
 }
 
 // republish publishes again the outcome of the command that wrote rec at revision rev: the very
 // same event under the same id, so the events stream keeps one copy.
-func (d Deps) republish(ctx context.Context, key string, rec domain.Record, rev uint64) error {
+func (d *Applier) republish(ctx context.Context, key string, rec domain.Record, rev uint64) error {
 	ev := *rec.LastEvent
 	ev.Revision = rev
 	return d.publish(ctx, key, eventMsgID(ev.CommandID, ev.CommandSeq), ev)
@@ -283,7 +262,7 @@ func eventMsgID(commandID string, seq uint64) string {
 	return "seq-" + strconv.FormatUint(seq, 10)
 }
 
-func (d Deps) publish(ctx context.Context, key, msgID string, ev domain.Event) error {
+func (d *Applier) publish(ctx context.Context, key, msgID string, ev domain.Event) error {
 	b, err := domain.EncodeEvent(ev)
 	if err != nil {
 		return function.Permanent(err)
@@ -292,22 +271,8 @@ func (d Deps) publish(ctx context.Context, key, msgID string, ev domain.Event) e
 	out.Data = b
 	out.Header.Set(domain.HeaderMsgID, msgID)
 	domain.SetCloudEventHeaders(out.Header, domain.OutcomeCEType(ev.Outcome), msgID, ev.ResourceID, ev.At)
-	if _, err := d.Events.PublishMsg(ctx, out); err != nil {
+	if _, err := d.events.PublishMsg(ctx, out); err != nil {
 		return fmt.Errorf("publish outcome event: %w", err)
 	}
 	return nil
-}
-
-func (d Deps) clock() func() time.Time {
-	if d.Now == nil {
-		return time.Now
-	}
-	return d.Now
-}
-
-func (d Deps) log() *slog.Logger {
-	if d.Log == nil {
-		return slog.Default()
-	}
-	return d.Log
 }

@@ -7,57 +7,57 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Action is what the handler does with a command once it is decided.
-type Action int
+// action is what the handler does with a command once it is decided.
+type action int
 
 // Actions of a decision.
 const (
-	// Apply writes Decision.Next and then publishes Decision.Event.
-	Apply Action = iota + 1
-	// Reject, Duplicate and Republish publish Decision.Event and write nothing.
-	Reject
-	Duplicate
-	Republish
-	// Skip does nothing: the command already has its outcome.
-	Skip
-	// Reread decides again on a fresh read: the remembered record would not apply the command,
+	// actApply writes decision.Next and then publishes decision.Event.
+	actApply action = iota + 1
+	// actReject, actDuplicate and actRepublish publish decision.Event and write nothing.
+	actReject
+	actDuplicate
+	actRepublish
+	// actSkip does nothing: the command already has its outcome.
+	actSkip
+	// actReread decides again on a fresh read: the remembered record would not apply the command,
 	// and only an applied outcome may be decided on a remembered record (its write checks it).
-	Reread
+	actReread
 )
 
-var actionNames = [...]string{Apply: "apply", Reject: "reject", Duplicate: "duplicate", Republish: "republish", Skip: "skip", Reread: "reread"}
+var actionNames = [...]string{actApply: "apply", actReject: "reject", actDuplicate: "duplicate", actRepublish: "republish", actSkip: "skip", actReread: "reread"}
 
-func (a Action) String() string { return actionNames[a] }
+func (a action) String() string { return actionNames[a] }
 
-// Delivery is what the handler knows of one delivery of a stored command.
-type Delivery struct {
+// delivery is what the handler knows of one delivery of a stored command.
+type delivery struct {
 	Seq      uint64    // sequence in MAINT_COMMANDS
 	StoredAt time.Time // when the stream stored it: the command's time for every time-based rule
 	// Remembered: the record is this replica's copy of its own last write, not a fresh read.
 	Remembered bool
 }
 
-// Rules are the settings of the decision: the same on every replica.
-type Rules struct {
+// settings are the rules of the decision: the same on every replica.
+type settings struct {
 	// Admission limits how often an entity's record changes.
 	Admission domain.Admission
 	// MaxCommandAge is how long after it was issued a signed command is still accepted, by the
-	// time the stream stored it; one issued more than MaxFutureSkew after that is refused too.
+	// time the stream stored it; one issued more than maxFutureSkew after that is refused too.
 	MaxCommandAge time.Duration
 	// MinNotice is the notice policy (domain.CheckNotice): a Pending whose window starts
 	// sooner than this after the command was stored is refused unless forced; 0: none.
 	MinNotice time.Duration
 }
 
-// MaxFutureSkew is how far ahead of the stream's clock a signed command's issuedAt may be.
-const MaxFutureSkew = time.Minute
+// maxFutureSkew is how far ahead of the stream's clock a signed command's issuedAt may be.
+const maxFutureSkew = time.Minute
 
-// Decision is the outcome of one command on one record.
-type Decision struct {
-	Action     Action
+// decision is the outcome of one command on one record.
+type decision struct {
+	Action     action
 	Next       domain.Record     // Apply: the record to write
-	Event      domain.Event      // Apply, Reject, Duplicate, Republish: the outcome to publish
-	Transition domain.Transition // Apply
+	Event      domain.Event      // actApply, actReject, actDuplicate, Republish: the outcome to publish
+	Transition domain.Transition // actApply
 	Why        string            // for the log
 }
 
@@ -65,41 +65,41 @@ type Decision struct {
 // record, the command and facts of the stored message, never a replica's memory or clock: two
 // replicas (one of them cut off and back) or two deliveries deciding the same command on the
 // same record reach the same decision, and a record that moved on (a later command wrote it)
-// makes any late decision a Skip. at only stamps the outcome.
-func decide(rec domain.Record, cmd domain.Command, d Delivery, rules Rules, at time.Time) Decision {
+// makes any late decision a actSkip. at only stamps the outcome.
+func decide(rec domain.Record, cmd domain.Command, d delivery, rules settings, at time.Time) decision {
 	dec := decideOn(rec, cmd, d, rules, at)
-	if d.Remembered && dec.Action != Apply {
-		return Decision{Action: Reread, Why: "remembered record would not apply it"}
+	if d.Remembered && dec.Action != actApply {
+		return decision{Action: actReread, Why: "remembered record would not apply it"}
 	}
 	dec.Event.CommandSeq = d.Seq
 	return dec
 }
 
-func decideOn(rec domain.Record, cmd domain.Command, d Delivery, rules Rules, at time.Time) Decision {
+func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings, at time.Time) decision {
 	switch {
 	case appliedLast(rec, cmd.ID, d.Seq):
 		// The write happened, the event may not have: the very same event again, under the
 		// same id, so the events stream keeps one copy.
-		return Decision{Action: Republish, Event: *rec.LastEvent, Why: "already applied; its outcome again"}
+		return decision{Action: actRepublish, Event: *rec.LastEvent, Why: "already applied; its outcome again"}
 	case rec.HandledBefore(d.Seq, d.StoredAt):
-		return Decision{Action: Skip, Why: "stored before the command the record holds: handled already"}
+		return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}
 	case rec.Seen(cmd.ID):
-		return Decision{Action: Duplicate, Event: domain.Duplicate(cmd, rec.State, at), Why: "id applied before"}
+		return decision{Action: actDuplicate, Event: domain.Duplicate(cmd, rec.State, at), Why: "id applied before"}
 	}
 	if rej := signedOnce(rec, cmd, d.StoredAt, rules.MaxCommandAge); rej != nil {
-		return Decision{Action: Reject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired or replayed"}
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired or replayed"}
 	}
 	if rej := domain.CheckNotice(cmd, d.StoredAt, rules.MinNotice); rej != nil {
-		return Decision{Action: Reject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "too little notice"}
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "too little notice"}
 	}
 	adm := rules.Admission
 	tokens, ok := adm.Admit(rec, d.StoredAt)
 	if !ok {
-		return Decision{Action: Reject, Event: domain.Rejected(cmd, rec.State, domain.TooMany(), at), Why: "over the entity's admission"}
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, domain.TooMany(), at), Why: "over the entity's admission"}
 	}
 	next, tr, rej := domain.Apply(rec, cmd, at)
 	if rej != nil {
-		return Decision{Action: Reject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "not allowed"}
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "not allowed"}
 	}
 	ev := domain.Applied(cmd, tr, at)
 	ev.CommandSeq = d.Seq
@@ -110,9 +110,9 @@ func decideOn(rec domain.Record, cmd domain.Command, d Delivery, rules Rules, at
 		next.AdmitTokens, next.AdmitAt = tokens, later(d.StoredAt, rec.AdmitAt)
 	}
 	if cmd.SignerKey != "" {
-		next.SignedUpTo = signedUpTo(rec.SignedUpTo, cmd, d.StoredAt.Add(-rules.MaxCommandAge-MaxFutureSkew))
+		next.SignedUpTo = signedUpTo(rec.SignedUpTo, cmd, d.StoredAt.Add(-rules.MaxCommandAge-maxFutureSkew))
 	}
-	return Decision{Action: Apply, Next: next, Event: ev, Transition: tr, Why: "applied"}
+	return decision{Action: actApply, Next: next, Event: ev, Transition: tr, Why: "applied"}
 }
 
 // signedOnce refuses a signed command that is too old or too far ahead of the stream's clock
@@ -128,8 +128,8 @@ func signedOnce(rec domain.Record, cmd domain.Command, storedAt time.Time, maxAg
 		return unauthorized("expired: a signed command must carry issuedAt inside the signed body")
 	case storedAt.Sub(issued) > maxAge:
 		return unauthorized("expired: issued at %s, more than %s before it was stored at %s", cmd.IssuedAt, maxAge, storedAt.UTC().Format(time.RFC3339))
-	case issued.Sub(storedAt) > MaxFutureSkew:
-		return unauthorized("expired: issued at %s, more than %s ahead of the stream's clock (%s)", cmd.IssuedAt, MaxFutureSkew, storedAt.UTC().Format(time.RFC3339))
+	case issued.Sub(storedAt) > maxFutureSkew:
+		return unauthorized("expired: issued at %s, more than %s ahead of the stream's clock (%s)", cmd.IssuedAt, maxFutureSkew, storedAt.UTC().Format(time.RFC3339))
 	}
 	if last, seen := rec.SignedUpTo[cmd.SignerKey]; seen && !issued.After(last) {
 		return unauthorized("replayed: issued at %s, no later than the last command applied with this key (%s); sign a new command", cmd.IssuedAt, last.UTC().Format(time.RFC3339Nano))

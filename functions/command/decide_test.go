@@ -43,63 +43,63 @@ func TestDecide(t *testing.T) {
 		name     string
 		rec      domain.Record
 		cmd      domain.Command
-		d        Delivery
-		rules    Rules
-		want     Action
+		d        delivery
+		rules    settings
+		want     action
 		wantTo   domain.State
 		wantCode domain.Code
 	}{
 		{name: "first command of a new entity is applied", rec: domain.Record{State: domain.StateNone}, cmd: cmd("c-1", domain.TaskPending),
-			d: Delivery{Seq: 1, StoredAt: t0}, want: Apply, wantTo: domain.StatePending},
+			d: delivery{Seq: 1, StoredAt: t0}, want: actApply, wantTo: domain.StatePending},
 		{name: "next command in stream order is applied", rec: pending, cmd: cmd("c-11", domain.TaskEverything),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StatePlanned},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StatePlanned},
 		{name: "the command applied last, delivered again, republishes its outcome", rec: pending, cmd: cmd("c-10", domain.TaskPending),
-			d: Delivery{Seq: 10, StoredAt: t0}, want: Republish},
+			d: delivery{Seq: 10, StoredAt: t0}, want: actRepublish},
 		{name: "a command stored before the one the record holds was handled: nothing to do", rec: pending, cmd: cmd("c-9", domain.TaskNone),
-			d: Delivery{Seq: 9, StoredAt: t0.Add(-time.Second)}, want: Skip},
+			d: delivery{Seq: 9, StoredAt: t0.Add(-time.Second)}, want: actSkip},
 		{name: "a late copy of an older command on a replica that lost it: nothing to do, even on a first delivery", rec: pending, cmd: cmd("c-3", domain.TaskEverything),
-			d: Delivery{Seq: 3, StoredAt: t0.Add(-time.Minute)}, want: Skip},
+			d: delivery{Seq: 3, StoredAt: t0.Add(-time.Minute)}, want: actSkip},
 		{name: "a lower sequence stored later is a recreated stream: decided", rec: pending, cmd: cmd("c-new", domain.TaskNone),
-			d: Delivery{Seq: 2, StoredAt: t0.Add(time.Hour)}, want: Apply, wantTo: domain.StateNone},
+			d: delivery{Seq: 2, StoredAt: t0.Add(time.Hour)}, want: actApply, wantTo: domain.StateNone},
 		{name: "an id applied before, sent again after the duplicate window, is a duplicate", rec: pending, cmd: cmd("c-10", domain.TaskNone),
-			d: Delivery{Seq: 50, StoredAt: t0.Add(time.Hour)}, want: Duplicate},
+			d: delivery{Seq: 50, StoredAt: t0.Add(time.Hour)}, want: actDuplicate},
 		{name: "not allowed in the current state is rejected", rec: pending, cmd: cmd("c-11", domain.TaskUpdateSucceeded),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeRequestNotAllowed},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeRequestNotAllowed},
 		{name: "while updating, a forced command is applied", rec: updating, cmd: domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskNone, Force: true},
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
 		{name: "while updating, an unforced command is rejected", rec: updating, cmd: cmd("c-11", domain.TaskNone),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeRequestNotAllowed},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeRequestNotAllowed},
 		{name: "a Pending with less than the minimum notice, by its stored time, is rejected", rec: pending,
 			cmd:   domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskPending, Window: &domain.Window{Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)}},
-			rules: Rules{MinNotice: 24 * time.Hour}, d: Delivery{Seq: 11, StoredAt: t0}, want: Reject, wantCode: domain.CodeInvalidParameter},
+			rules: settings{MinNotice: 24 * time.Hour}, d: delivery{Seq: 11, StoredAt: t0}, want: actReject, wantCode: domain.CodeInvalidParameter},
 		{name: "a forced Pending with less than the minimum notice is applied", rec: pending,
 			cmd:   domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskPending, Force: true, Window: &domain.Window{Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)}},
-			rules: Rules{MinNotice: 24 * time.Hour}, d: Delivery{Seq: 11, StoredAt: t0}, want: Apply, wantTo: domain.StatePending},
+			rules: settings{MinNotice: 24 * time.Hour}, d: delivery{Seq: 11, StoredAt: t0}, want: actApply, wantTo: domain.StatePending},
 		{name: "a Pending with enough notice is applied", rec: pending,
 			cmd:   domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskPending, Window: &domain.Window{Start: t0.Add(25 * time.Hour), End: t0.Add(26 * time.Hour)}},
-			rules: Rules{MinNotice: 24 * time.Hour}, d: Delivery{Seq: 11, StoredAt: t0}, want: Apply, wantTo: domain.StatePending},
-		{name: "over the entity's admission is rejected", rec: drained, cmd: cmd("c-11", domain.TaskNone), rules: Rules{Admission: limit},
-			d: Delivery{Seq: 11, StoredAt: t0.Add(100 * time.Millisecond)}, want: Reject, wantCode: domain.CodeRequestNotAllowed},
-		{name: "admission refills by the commands' stored times", rec: drained, cmd: cmd("c-11", domain.TaskNone), rules: Rules{Admission: limit},
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
+			rules: settings{MinNotice: 24 * time.Hour}, d: delivery{Seq: 11, StoredAt: t0}, want: actApply, wantTo: domain.StatePending},
+		{name: "over the entity's admission is rejected", rec: drained, cmd: cmd("c-11", domain.TaskNone), rules: settings{Admission: limit},
+			d: delivery{Seq: 11, StoredAt: t0.Add(100 * time.Millisecond)}, want: actReject, wantCode: domain.CodeRequestNotAllowed},
+		{name: "admission refills by the commands' stored times", rec: drained, cmd: cmd("c-11", domain.TaskNone), rules: settings{Admission: limit},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
 		{name: "a signed command issued a moment before it was stored is applied", rec: pending, cmd: signed("c-11", t0.Add(500*time.Millisecond)),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
 		{name: "a signed command without issuedAt is refused", rec: pending, cmd: signedRaw("c-11", ""),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeUnauthorized},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
 		{name: "a signed command older than the max age when stored is refused as expired", rec: pending, cmd: signed("c-11", t0.Add(-16*time.Minute)),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeUnauthorized},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
 		{name: "a signed command more than a minute ahead of the stream's clock is refused as expired", rec: pending, cmd: signed("c-11", t0.Add(3*time.Minute)),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Reject, wantCode: domain.CodeUnauthorized},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
 		{name: "a signed command issued no later than the key's last applied one is a replay", rec: signedBy(pending, t0), cmd: signed("c-replay", t0),
-			d: Delivery{Seq: 90, StoredAt: t0.Add(5 * time.Minute)}, want: Reject, wantCode: domain.CodeUnauthorized},
+			d: delivery{Seq: 90, StoredAt: t0.Add(5 * time.Minute)}, want: actReject, wantCode: domain.CodeUnauthorized},
 		{name: "a later command of the same key is applied", rec: signedBy(pending, t0), cmd: signed("c-11", t0.Add(time.Millisecond)),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: Apply, wantTo: domain.StateNone},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
 		{name: "a remembered record that would apply is decided on", rec: pending, cmd: cmd("c-11", domain.TaskNone),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: Apply, wantTo: domain.StateNone},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: actApply, wantTo: domain.StateNone},
 		{name: "a remembered record that would not apply is read again", rec: pending, cmd: cmd("c-11", domain.TaskUpdateSucceeded),
-			d: Delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: Reread},
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: actReread},
 		{name: "a remembered record never decides a duplicate", rec: pending, cmd: cmd("c-10", domain.TaskNone),
-			d: Delivery{Seq: 12, StoredAt: t0.Add(time.Second), Remembered: true}, want: Reread},
+			d: delivery{Seq: 12, StoredAt: t0.Add(time.Second), Remembered: true}, want: actReread},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := t0.Add(time.Hour)
@@ -111,7 +111,7 @@ func TestDecide(t *testing.T) {
 				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
 			}
 			switch dec.Action {
-			case Apply:
+			case actApply:
 				n := dec.Next
 				if n.State != tc.wantTo || n.LastCommandSeq != tc.d.Seq || n.LastCommandID != tc.cmd.ID || !n.LastCommandAt.Equal(tc.d.StoredAt) || !n.Seen(tc.cmd.ID) {
 					t.Errorf("next record %+v", n)
@@ -122,15 +122,15 @@ func TestDecide(t *testing.T) {
 				if dec.Event.To != tc.wantTo || dec.Event.CommandSeq != tc.d.Seq {
 					t.Errorf("event %+v", dec.Event)
 				}
-			case Reject:
+			case actReject:
 				if dec.Event.Outcome != domain.OutcomeRejected || dec.Event.Code != tc.wantCode || dec.Event.From != tc.rec.State || dec.Event.To != tc.rec.State {
 					t.Errorf("event %+v, want rejected %s in the unchanged state", dec.Event, tc.wantCode)
 				}
-			case Republish:
+			case actRepublish:
 				if *tc.rec.LastEvent != dec.Event {
 					t.Errorf("republished %+v, want the record's last event %+v", dec.Event, *tc.rec.LastEvent)
 				}
-			case Duplicate:
+			case actDuplicate:
 				if dec.Event.Outcome != domain.OutcomeDuplicate || dec.Event.CommandSeq != tc.d.Seq {
 					t.Errorf("event %+v", dec.Event)
 				}
@@ -145,11 +145,11 @@ func TestDecide_SameInputsSameDecision(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	rec := domain.Record{State: domain.StatePending, LastCommandSeq: 7, LastCommandAt: t0, AdmitTokens: 0.2, AdmitAt: t0}
 	c := domain.Command{ID: "c-8", ResourceID: "/r", Task: domain.TaskNone}
-	d := Delivery{Seq: 8, StoredAt: t0.Add(200 * time.Millisecond)}
-	rules := Rules{Admission: domain.Admission{Rate: 1, Burst: 5}, MaxCommandAge: time.Minute}
+	d := delivery{Seq: 8, StoredAt: t0.Add(200 * time.Millisecond)}
+	rules := settings{Admission: domain.Admission{Rate: 1, Burst: 5}, MaxCommandAge: time.Minute}
 	first := decide(rec, c, d, rules, t0.Add(time.Second))
 	late := decide(rec, c, d, rules, t0.Add(10*time.Minute))
-	if first.Action != Reject || late.Action != first.Action || late.Event.Code != first.Event.Code {
+	if first.Action != actReject || late.Action != first.Action || late.Event.Code != first.Event.Code {
 		t.Fatalf("decided %s then %s", first.Action, late.Action)
 	}
 }
@@ -158,7 +158,7 @@ func TestDecide_SameInputsSameDecision(t *testing.T) {
 // whose last command is past any command's age, so it does not grow with the commands.
 func TestDecide_SignedUpToStaysSmall(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	rules := Rules{MaxCommandAge: 15 * time.Minute}
+	rules := settings{MaxCommandAge: 15 * time.Minute}
 	rec := domain.Record{State: domain.StateNone}
 	for i := range 1000 {
 		at := t0.Add(time.Duration(i) * time.Minute)
@@ -168,8 +168,8 @@ func TestDecide_SignedUpToStaysSmall(t *testing.T) {
 		}
 		task := []domain.Task{domain.TaskPending, domain.TaskNone}[i%2]
 		c := domain.Command{ID: fmt.Sprintf("c-%d", i), ResourceID: "/r", Task: task, IssuedAt: at.Format(time.RFC3339Nano), SignerKey: key}
-		dec := decide(rec, c, Delivery{Seq: uint64(i + 1), StoredAt: at.Add(time.Second)}, rules, at)
-		if dec.Action != Apply {
+		dec := decide(rec, c, delivery{Seq: uint64(i + 1), StoredAt: at.Add(time.Second)}, rules, at)
+		if dec.Action != actApply {
 			t.Fatalf("command %d: %s (%s) %+v", i, dec.Action, dec.Why, dec.Event)
 		}
 		rec = dec.Next

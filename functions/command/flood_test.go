@@ -63,7 +63,7 @@ func TestHandle_FloodOfOneEntityDoesNotStarveTheOthers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	floodSeen := len(readEvents(t, env.JS, domain.EventSubject(floodKey)))
-	evs := eventsWithin(t, env.JS, floodKey, flood, 2*time.Minute)
+	evs := testenv.WaitEvents(t, env.JS, floodKey, flood, 2*time.Minute)
 	floodDone := time.Since(start)
 	var limited, applied int
 	for _, ev := range evs {

@@ -24,10 +24,11 @@ func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wr
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		rc, err := command.Function(ctx, env.JS, cfg)
+		fn, err := command.New(ctx, env.JS, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		rc := fn.RuntimeConfig()
 		rc.Backoff = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond}
 		for _, w := range wrap {
 			rc.Handler = w(rc.Handler)
@@ -70,23 +71,7 @@ func sendRaw(t *testing.T, js jetstream.JetStream, key, msgID string, body []byt
 // events reads every outcome event of key, waiting until there are at least want of them.
 func events(t *testing.T, js jetstream.JetStream, key string, want int) []domain.Event {
 	t.Helper()
-	return eventsWithin(t, js, key, want, 20*time.Second)
-}
-
-// eventsWithin is events with a deadline of its own (for loads that take long under -race).
-func eventsWithin(t *testing.T, js jetstream.JetStream, key string, want int, wait time.Duration) []domain.Event {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		evs := readEvents(t, js, domain.EventSubject(key))
-		if len(evs) >= want {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key %s: %d events after %s, want %d", key, len(evs), wait, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testenv.WaitEvents(t, js, key, want, 20*time.Second)
 }
 
 func readEvents(t *testing.T, js jetstream.JetStream, filter string) []domain.Event {

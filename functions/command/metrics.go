@@ -11,14 +11,14 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Metrics are the command function's own metrics (README, Metrics). Attributes carry no entity id.
-type Metrics struct {
+// metrics are the command function's own metrics (README, Metrics). Attributes carry no entity id.
+type metrics struct {
 	transitions metric.Int64Counter
 	commands    metric.Int64Counter
 }
 
-// NewMetrics creates the instruments on m (a no-op meter when nil).
-func NewMetrics(m metric.Meter) (*Metrics, error) {
+// newMetrics creates the instruments on m (a no-op meter when nil).
+func newMetrics(m metric.Meter) (*metrics, error) {
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
@@ -32,10 +32,10 @@ func NewMetrics(m metric.Meter) (*Metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("command metrics: %w", err)
 	}
-	return &Metrics{transitions: t, commands: c}, nil
+	return &metrics{transitions: t, commands: c}, nil
 }
 
-func (m *Metrics) transition(ctx context.Context, tr domain.Transition, task domain.Task) {
+func (m *metrics) transition(ctx context.Context, tr domain.Transition, task domain.Task) {
 	if m == nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (m *Metrics) transition(ctx context.Context, tr domain.Transition, task dom
 	))
 }
 
-func (m *Metrics) command(ctx context.Context, outcome domain.Outcome, code domain.Code) {
+func (m *metrics) command(ctx context.Context, outcome domain.Outcome, code domain.Code) {
 	if m == nil {
 		return
 	}

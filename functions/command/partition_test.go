@@ -54,7 +54,7 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 
 			startReplicas(t, env, 1, command.Config{})
 			link.Cut()
-			if ev := eventsWithin(t, env.JS, key, 1, 40*time.Second)[0]; ev.CommandID != "c-1" || ev.Outcome != domain.OutcomeApplied {
+			if ev := testenv.WaitEvents(t, env.JS, key, 1, 40*time.Second)[0]; ev.CommandID != "c-1" || ev.Outcome != domain.OutcomeApplied {
 				t.Fatalf("first outcome %+v, want c-1 applied by the replica that took over", ev)
 			}
 			send(t, env.JS, domain.Command{ID: "c-2", ResourceID: cluster, Task: domain.TaskNone})
@@ -86,10 +86,11 @@ func startReplicaVia(t *testing.T, url string, wrap func(function.Handler) funct
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := command.Function(ctx, conn.JS, command.Config{})
+	fn, err := command.New(ctx, conn.JS, command.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc := fn.RuntimeConfig()
 	rc.Handler = wrap(rc.Handler)
 	done := make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,53 +52,37 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// WithDefaults fills zero fields and validates the result.
-func (c Config) WithDefaults() (Config, error) {
-	switch {
-	case c.Retention < 0:
-		return c, fmt.Errorf("%w: retention must not be negative, got %s", ErrInvalidConfig, c.Retention)
-	case c.StuckAfter < 0:
-		return c, fmt.Errorf("%w: stuck limit must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
-	case c.Tick < 0:
-		return c, fmt.Errorf("%w: tick must not be negative, got %s", ErrInvalidConfig, c.Tick)
-	case c.ExportTimeout < 0:
-		return c, fmt.Errorf("%w: export timeout must not be negative, got %s", ErrInvalidConfig, c.ExportTimeout)
-	case c.BatchSize < 0:
-		return c, fmt.Errorf("%w: batch size must not be negative, got %d", ErrInvalidConfig, c.BatchSize)
-	case c.MaxRequestBytes < 0:
-		return c, fmt.Errorf("%w: max request bytes must not be negative, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+// withDefaults fills zero fields and validates the result.
+func (c Config) withDefaults() (Config, error) {
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "Retention", c.Retention),
+		function.NotNegative(ErrInvalidConfig, "StuckAfter", c.StuckAfter),
+		function.NotNegative(ErrInvalidConfig, "Tick", c.Tick),
+		function.NotNegative(ErrInvalidConfig, "ExportTimeout", c.ExportTimeout),
+		function.NotNegative(ErrInvalidConfig, "BatchSize", c.BatchSize),
+		function.NotNegative(ErrInvalidConfig, "MaxRequestBytes", c.MaxRequestBytes),
+	); err != nil {
+		return c, err
 	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.StuckAfter == 0 {
-		c.StuckAfter = domain.DefaultStuckAfter
-	}
-	if c.ExportTimeout == 0 {
-		c.ExportTimeout = function.WithinTick(DefaultExportTimeout, c.Tick)
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.StuckAfter = cmp.Or(c.StuckAfter, domain.DefaultStuckAfter)
+	c.ExportTimeout = cmp.Or(c.ExportTimeout, function.WithinTick(DefaultExportTimeout, c.Tick))
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, DefaultMaxRequestBytes)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	switch {
 	case c.BatchSize < pointsPerEntity+1:
 		// Room for one entity: fewer could never send anything.
-		return c, fmt.Errorf("%w: batch size must be at least %d points, got %d", ErrInvalidConfig, pointsPerEntity+1, c.BatchSize)
+		return c, fmt.Errorf("%w: BatchSize must be at least %d points, got %d", ErrInvalidConfig, pointsPerEntity+1, c.BatchSize)
 	case c.MaxRequestBytes < 64<<10:
-		return c, fmt.Errorf("%w: max request bytes must be at least 64 KiB, got %d", ErrInvalidConfig, c.MaxRequestBytes)
+		return c, fmt.Errorf("%w: MaxRequestBytes must be at least 64 KiB, got %d", ErrInvalidConfig, c.MaxRequestBytes)
 	case c.ExportTimeout < 100*time.Millisecond:
-		return c, fmt.Errorf("%w: export timeout must be at least 100ms, got %s", ErrInvalidConfig, c.ExportTimeout)
+		return c, fmt.Errorf("%w: ExportTimeout must be at least 100ms, got %s", ErrInvalidConfig, c.ExportTimeout)
 	case c.Tick > 0 && c.ExportTimeout >= c.Tick:
-		return c, fmt.Errorf("%w: export timeout %s must be shorter than the tick %s", ErrInvalidConfig, c.ExportTimeout, c.Tick)
+		return c, fmt.Errorf("%w: ExportTimeout %s must be shorter than the Tick %s", ErrInvalidConfig, c.ExportTimeout, c.Tick)
 	}
 	return c, nil
 }

@@ -52,7 +52,7 @@ type Emitter struct {
 
 // New prepares an emitter on the provisioned bucket.
 func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, cfg Config) (*Emitter, error) {
-	cfg, err := cfg.WithDefaults()
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -250,8 +250,8 @@ const (
 	AttrOutcome       = "outcome"
 )
 
-// DurationBuckets suit runs from milliseconds (a small fleet) to a minute (the tick).
-var DurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
+// durationBuckets suit runs from milliseconds (a small fleet) to a minute (the tick).
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
 
 // health records runs. Every series has a fixed, small set of attributes.
 type health struct {
@@ -279,7 +279,7 @@ func newHealth(m metric.Meter) (*health, error) {
 	}
 	if h.duration, err = m.Float64Histogram(MetricDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of emitter runs, reading the bucket and exporting."),
-		metric.WithExplicitBucketBoundaries(DurationBuckets...)); err != nil {
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return nil, fmt.Errorf("emitter metrics: %w", err)
 	}
 	last, err := m.Float64ObservableGauge(MetricLastSuccess, metric.WithUnit("s"),

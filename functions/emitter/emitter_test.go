@@ -11,6 +11,7 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
 )
 
 // TestEmitter_ExportsEachEntityStateAtEveryTick walks an entity through Pending → Planned
@@ -28,7 +29,7 @@ func TestEmitter_ExportsEachEntityStateAtEveryTick(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.protocol, func(t *testing.T) {
 			const retention = 1500 * time.Millisecond
-			env := startNATS(t, time.Second)
+			env := testenv.Start(t, testenv.WithTick(time.Second))
 			r := otlpreceiver.Start(t)
 			r.SetEnv(t, tt.protocol)
 			t.Setenv("OTEL_SERVICE_NAME", "maint-emitter-test")
@@ -118,7 +119,7 @@ func TestEmitter_ExportsEachEntityStateAtEveryTick(t *testing.T) {
 
 func TestEmitter_TwoReplicasExportEachTickOnce(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Second)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	r := otlpreceiver.Start(t)
 	st := openStore(t, env.JS)
 	put(t, st, domain.Record{ResourceID: aroID("s1", 1), State: domain.StatePending, StateSince: time.Now()})
@@ -199,7 +200,7 @@ func TestEmitter_CollectorOutageFailsRunsWithoutDelayingTicks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			const exportTimeout = 600 * time.Millisecond
-			env := startNATS(t, time.Second)
+			env := testenv.Start(t, testenv.WithTick(time.Second))
 			r := otlpreceiver.Start(t)
 			st := openStore(t, env.JS)
 			id := aroID("s3", 1)
@@ -219,7 +220,7 @@ func TestEmitter_CollectorOutageFailsRunsWithoutDelayingTicks(t *testing.T) {
 			before := r.Len()
 			tt.restore(t, r)
 			back := time.Now()
-			e, err := r.Await(ctxT(t, 5*time.Second), before, isRun)
+			e, err := r.Await(testenv.Context(t, 5*time.Second), before, isRun)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +254,7 @@ func TestEmitter_CollectorOutageFailsRunsWithoutDelayingTicks(t *testing.T) {
 
 func TestEmitter_CoalescesTicksThatPiledUpWhileNoneRan(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Second)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	r := otlpreceiver.Start(t)
 	st := openStore(t, env.JS)
 	put(t, st, domain.Record{ResourceID: aroID("s4", 1), State: domain.StatePending, StateSince: time.Now()})
@@ -290,12 +291,12 @@ func TestEmitter_CoalescesTicksThatPiledUpWhileNoneRan(t *testing.T) {
 
 func TestHandle_RunsOnlyForTheNewestTick(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Minute)
+	env := testenv.Start(t, testenv.WithTick(time.Minute))
 	r := otlpreceiver.Start(t)
 	st := openStore(t, env.JS)
 	put(t, st, domain.Record{ResourceID: aroID("s5", 1), State: domain.StatePlanned, StateSince: time.Now()})
 	tel := newTelemetry(t, r, otlpreceiver.GRPC)
-	e, err := emitter.New(context.Background(), env.JS, tel, emitter.Config{Logger: quietLogger()})
+	e, err := emitter.New(context.Background(), env.JS, tel, emitter.Config{Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,10 +316,10 @@ func TestHandle_RunsOnlyForTheNewestTick(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := r.Len()
 			beforeRuns := counter(r, emitter.MetricRuns, tt.outcome)
-			if err := e.Handle(ctxT(t, 5*time.Second), function.Message{Subject: domain.TickSubject, Pending: tt.pending}); err != nil {
+			if err := e.Handle(testenv.Context(t, 5*time.Second), function.Message{Subject: domain.TickSubject, Pending: tt.pending}); err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
-			if err := tel.ForceFlush(ctxT(t, 5*time.Second)); err != nil {
+			if err := tel.ForceFlush(testenv.Context(t, 5*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			emitted := false
@@ -339,54 +340,54 @@ func TestHandle_RunsOnlyForTheNewestTick(t *testing.T) {
 
 func TestHandle_AcksAFailedRun(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Minute)
+	env := testenv.Start(t, testenv.WithTick(time.Minute))
 	r := otlpreceiver.Start(t)
 	tel := newTelemetry(t, r, otlpreceiver.HTTP)
-	e, err := emitter.New(context.Background(), env.JS, tel, emitter.Config{ExportTimeout: 300 * time.Millisecond, Logger: quietLogger()})
+	e, err := emitter.New(context.Background(), env.JS, tel, emitter.Config{ExportTimeout: 300 * time.Millisecond, Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	r.Stop()
-	if _, err := e.Emit(ctxT(t, 5*time.Second)); !errors.Is(err, emitter.ErrExport) {
+	if _, err := e.Emit(testenv.Context(t, 5*time.Second)); !errors.Is(err, emitter.ErrExport) {
 		t.Errorf("Emit to a stopped collector: err = %v, want ErrExport", err)
 	}
 	// The tick is acknowledged all the same: the next tick is the retry.
-	if err := e.Handle(ctxT(t, 5*time.Second), function.Message{Subject: domain.TickSubject}); err != nil {
+	if err := e.Handle(testenv.Context(t, 5*time.Second), function.Message{Subject: domain.TickSubject}); err != nil {
 		t.Errorf("Handle returned %v; a failed emission must not redeliver the tick", err)
 	}
 }
 
 func TestEmit_SkipsRecordsItCannotRead(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Minute)
+	env := testenv.Start(t, testenv.WithTick(time.Minute))
 	r := otlpreceiver.Start(t)
 	st := openStore(t, env.JS)
 	good := aroID("s6", 1)
 	put(t, st, domain.Record{ResourceID: good, State: domain.StatePending, StateSince: time.Now()})
-	kv, err := env.JS.KeyValue(ctxT(t, 5*time.Second), domain.Bucket)
+	kv, err := env.JS.KeyValue(testenv.Context(t, 5*time.Second), domain.Bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctxT(t, 5*time.Second), "not-json", []byte("{oops")); err != nil {
+	if _, err := kv.Put(testenv.Context(t, 5*time.Second), "not-json", []byte("{oops")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctxT(t, 5*time.Second), "unknown-state", []byte(`{"resourceId":"/x","state":"Rebooting"}`)); err != nil {
+	if _, err := kv.Put(testenv.Context(t, 5*time.Second), "unknown-state", []byte(`{"resourceId":"/x","state":"Rebooting"}`)); err != nil {
 		t.Fatal(err)
 	}
-	e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{Logger: quietLogger()})
+	e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	res, err := e.Emit(ctxT(t, 10*time.Second))
+	res, err := e.Emit(testenv.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("Emit: %v", err)
 	}
 	if res.Entities != 1 || res.Corrupt != 2 || res.Requests != 1 {
 		t.Errorf("result %+v, want 1 entity, 2 corrupt records, 1 request", res)
 	}
-	x, err := r.Await(ctxT(t, 5*time.Second), 0, isRun)
+	x, err := r.Await(testenv.Context(t, 5*time.Second), 0, isRun)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,17 +398,17 @@ func TestEmit_SkipsRecordsItCannotRead(t *testing.T) {
 
 func TestEmit_EmptyBucketSendsAFleetOfZeros(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Minute)
+	env := testenv.Start(t, testenv.WithTick(time.Minute))
 	r := otlpreceiver.Start(t)
-	e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{Logger: quietLogger()})
+	e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, err := e.Emit(ctxT(t, 10*time.Second)); err != nil {
+	if _, err := e.Emit(testenv.Context(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	x, err := r.Await(ctxT(t, 5*time.Second), 0, isRun)
+	x, err := r.Await(testenv.Context(t, 5*time.Second), 0, isRun)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package emitter_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/emitter"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/store"
@@ -24,25 +22,6 @@ import (
 )
 
 // quietLogger keeps test output to warnings; the emitter logs every run at info.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{}
-
-func (testWriter) Write(p []byte) (int, error) { return len(p), nil }
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// startNATS starts an embedded, provisioned server ticking every tick.
-func startNATS(t testing.TB, tick time.Duration) *testenv.Env {
-	t.Helper()
-	return testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Tick = tick }))
-}
 
 // newTelemetry sets up telemetry towards r: explicit endpoint and protocol (so tests need
 // not touch the environment), health metrics every 250ms, quick gRPC reconnects.
@@ -60,7 +39,7 @@ func setupTelemetry(t testing.TB, endpoint, protocol string) *telemetry.Telemetr
 		Interval:          250 * time.Millisecond,
 		Timeout:           time.Second,
 		ReconnectMaxDelay: 200 * time.Millisecond,
-		Logger:            quietLogger(),
+		Logger:            testenv.Quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +87,7 @@ func (tk *ticks) all() []tick {
 func startEmitter(t testing.TB, js jetstream.JetStream, tel *telemetry.Telemetry, cfg emitter.Config, tk *ticks, replica string) (stop func()) {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = testenv.Quiet()
 	}
 	e, err := emitter.New(context.Background(), js, tel, cfg)
 	if err != nil {
@@ -139,7 +118,7 @@ func startEmitter(t testing.TB, js jetstream.JetStream, tel *telemetry.Telemetry
 func put(t testing.TB, st *store.Store, rec domain.Record) {
 	t.Helper()
 	key := domain.MustKey(rec.ResourceID)
-	ctx := ctxT(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	prev, rev, err := st.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +136,7 @@ func put(t testing.TB, st *store.Store, rec domain.Record) {
 
 func openStore(t testing.TB, js jetstream.JetStream) *store.Store {
 	t.Helper()
-	st, err := store.Open(ctxT(t, 5*time.Second), js)
+	st, err := store.Open(testenv.Context(t, 5*time.Second), js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +158,7 @@ func runTime(e otlpreceiver.Export) time.Time {
 // awaitRunAfter waits for an emission that read the bucket after at.
 func awaitRunAfter(t testing.TB, r *otlpreceiver.Receiver, at time.Time, within time.Duration) otlpreceiver.Export {
 	t.Helper()
-	e, err := r.Await(ctxT(t, within), 0, func(e otlpreceiver.Export) bool { return isRun(e) && runTime(e).After(at) })
+	e, err := r.Await(testenv.Context(t, within), 0, func(e otlpreceiver.Export) bool { return isRun(e) && runTime(e).After(at) })
 	if err != nil {
 		t.Fatalf("no emission read the bucket after %s: %v", at.Format("15:04:05.000"), err)
 	}
@@ -292,7 +271,7 @@ func fill(t testing.TB, env *testenv.Env, n int, id func(int) string) []int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t, 2*time.Minute)
+	ctx := testenv.Context(t, 2*time.Minute)
 	now := time.Now()
 	counts := make([]int64, len(domain.States))
 	for i := 0; i < n; i++ {

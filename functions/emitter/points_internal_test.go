@@ -65,7 +65,7 @@ func TestBatcher_KeepsEntitiesWholeWithinBothLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := tt.cfg.WithDefaults()
+			cfg, err := tt.cfg.withDefaults()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
 	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
 )
 
 // TestEmit_RequestsStayUnderTheCollectorLimit sends a fleet whose points add up to several
@@ -30,18 +31,18 @@ func TestEmit_RequestsStayUnderTheCollectorLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := startNATS(t, time.Minute)
+			env := testenv.Start(t, testenv.WithTick(time.Minute))
 			r := otlpreceiver.Start(t)
 			counts := fill(t, env, tt.entities, tt.id)
 			// A generous deadline: this test checks the requests, not the speed, and the race
 			// detector on a busy machine can take most of the default 30 s for 30k entities.
-			e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{PUCM: tt.pucm, Logger: quietLogger(), ExportTimeout: 2 * time.Minute})
+			e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{PUCM: tt.pucm, Logger: testenv.Quiet(), ExportTimeout: 2 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.Close()
 			start := time.Now()
-			res, err := e.Emit(ctxT(t, 2*time.Minute))
+			res, err := e.Emit(testenv.Context(t, 2*time.Minute))
 			if err != nil {
 				t.Fatalf("Emit: %v", err)
 			}

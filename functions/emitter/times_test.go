@@ -7,7 +7,9 @@ import (
 
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
 )
 
 // timeLines renders the time points of entity id in an export: metric=seconds, in a fixed
@@ -34,17 +36,26 @@ func fleetValue(t *testing.T, e otlpreceiver.Export, metric string) float64 {
 	return p[0].Value
 }
 
+// stuckAfter is the stuck limit of the emitter of the time tests.
+const stuckAfter = 2 * time.Second
+
+// startTimesEmitter runs an emitter with the stuck limit of the time tests, every second, and
+// returns its bucket and the receiver of its exports.
+func startTimesEmitter(t *testing.T) (*store.Store, *otlpreceiver.Receiver) {
+	t.Helper()
+	env := testenv.Start(t, testenv.WithTick(time.Second))
+	r := otlpreceiver.Start(t)
+	st := openStore(t, env.JS)
+	startEmitter(t, env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{StuckAfter: stuckAfter, ExportTimeout: 800 * time.Millisecond}, nil, "a")
+	return st, r
+}
+
 // TestEmitter_ExportsWindowAndStateTimes follows an entity through an announcement, a new
 // announcement that replaces the window, an update that runs past the stuck limit, and None,
 // reading the OTLP protobuf of the first run after each change.
 func TestEmitter_ExportsWindowAndStateTimes(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Second)
-	r := otlpreceiver.Start(t)
-	tel := newTelemetry(t, r, otlpreceiver.GRPC)
-	st := openStore(t, env.JS)
-	const stuckAfter = 2 * time.Second
-	startEmitter(t, env.JS, tel, emitter.Config{StuckAfter: stuckAfter, ExportTimeout: 800 * time.Millisecond}, nil, "a")
+	st, r := startTimesEmitter(t)
 
 	id := aroID("times", 1)
 	sec := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
@@ -98,12 +109,7 @@ func TestEmitter_ExportsWindowAndStateTimes(t *testing.T) {
 // only once it has run longer than the limit.
 func TestEmitter_UpdateBecomesStuckAfterTheLimit(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t, time.Second)
-	r := otlpreceiver.Start(t)
-	tel := newTelemetry(t, r, otlpreceiver.GRPC)
-	st := openStore(t, env.JS)
-	const stuckAfter = 2 * time.Second
-	startEmitter(t, env.JS, tel, emitter.Config{StuckAfter: stuckAfter, ExportTimeout: 800 * time.Millisecond}, nil, "a")
+	st, r := startTimesEmitter(t)
 
 	started := time.Now()
 	put(t, st, domain.Record{ResourceID: aroID("stuck", 1), State: domain.StateUnplanned, Updating: true, Task: domain.TaskCertificatesRenewal, StateSince: started, UpdatedAt: started})

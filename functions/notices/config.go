@@ -1,6 +1,7 @@
 package notices
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,11 +22,13 @@ var (
 	DefaultRemind = []time.Duration{336 * time.Hour, 168 * time.Hour, 24 * time.Hour}
 )
 
-// Defaults.
-const (
-	DefaultRunTimeout = 30 * time.Second
-	DefaultWorkers    = 16
-)
+// DefaultRunTimeout bounds one run (the scan and every publish), or three quarters of a shorter
+// tick. A run that does not finish leaves the rest to the next tick, which decides again from
+// what is stored.
+const DefaultRunTimeout = 30 * time.Second
+
+// workers is how many entities' notices are published at once.
+const workers = 16
 
 // ErrInvalidConfig is wrapped by configuration errors.
 var ErrInvalidConfig = errors.New("invalid notices config")
@@ -38,28 +41,22 @@ type Config struct {
 	// StuckAfter is how long an update may run before a stuck notice (default
 	// domain.DefaultStuckAfter).
 	StuckAfter time.Duration
-	// Tick is the schedule's interval, if known; it bounds RunTimeout.
+	// Tick is the schedule's interval, if known; it bounds a run (see DefaultRunTimeout).
 	Tick time.Duration
-	// RunTimeout bounds one run (the scan and every publish). A run that does not finish
-	// leaves the rest to the next tick, which decides again from what is stored. Default: 30s,
-	// or three quarters of a shorter Tick.
-	RunTimeout time.Duration
-	// Workers is how many entities' notices are published at once (default 16).
-	Workers int
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
 	Meters metric.MeterProvider
 }
 
-// WithDefaults fills zero fields and validates the result. The ladder comes back sorted from
+// withDefaults fills zero fields and validates the result. The ladder comes back sorted from
 // the longest lead to the shortest, without repeats.
-func (c Config) WithDefaults() (Config, error) {
-	switch {
-	case c.StuckAfter < 0:
-		return c, fmt.Errorf("%w: stuck limit must not be negative, got %s", ErrInvalidConfig, c.StuckAfter)
-	case c.Tick < 0, c.RunTimeout < 0, c.Workers < 0:
-		return c, fmt.Errorf("%w: tick, run timeout and workers must not be negative", ErrInvalidConfig)
+func (c Config) withDefaults() (Config, error) {
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "StuckAfter", c.StuckAfter),
+		function.NotNegative(ErrInvalidConfig, "Tick", c.Tick),
+	); err != nil {
+		return c, err
 	}
 	if c.Remind == nil {
 		c.Remind = DefaultRemind
@@ -67,31 +64,22 @@ func (c Config) WithDefaults() (Config, error) {
 	ladder := slices.Clone(c.Remind)
 	for _, l := range ladder {
 		if l < time.Second || l%time.Second != 0 {
-			return c, fmt.Errorf("%w: a reminder lead must be whole seconds, at least 1s, got %s", ErrInvalidConfig, l)
+			return c, fmt.Errorf("%w: Remind: a reminder lead must be whole seconds, at least 1s, got %s", ErrInvalidConfig, l)
 		}
 	}
 	slices.SortFunc(ladder, func(a, b time.Duration) int { return int(b/time.Second - a/time.Second) })
 	c.Remind = slices.Compact(ladder)
-	if c.StuckAfter == 0 {
-		c.StuckAfter = domain.DefaultStuckAfter
-	}
-	if c.RunTimeout == 0 {
-		c.RunTimeout = function.WithinTick(DefaultRunTimeout, c.Tick)
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
+	c.StuckAfter = cmp.Or(c.StuckAfter, domain.DefaultStuckAfter)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Meters == nil {
-		c.Meters = noop.NewMeterProvider()
-	}
 	return c, nil
 }
+
+// runTimeout bounds one run.
+func (c Config) runTimeout() time.Duration { return function.WithinTick(DefaultRunTimeout, c.Tick) }
 
 // ParseLadder reads a comma-separated list of lead times ("336h,168h,24h"). An empty string is
 // an empty ladder: no reminders.

@@ -16,20 +16,20 @@ import (
 // the last notice stored for the entity tells everything that was sent in its series: a
 // notice is due when it is the current stage of the series and comes after that last one.
 
-// Sent is what a stored notice says about its series: which series, and how far it got.
-type Sent struct {
+// sent is what a stored notice says about its series: which series, and how far it got.
+type sent struct {
 	Series string
 	Kind   domain.NoticeKind
 	Lead   int64 // seconds, reminders only
 }
 
-// SentOf reads a stored notice's id; ok is false for an id that is not a notice id.
-func SentOf(noticeID string) (Sent, bool) {
+// sentOf reads a stored notice's id; ok is false for an id that is not a notice id.
+func sentOf(noticeID string) (sent, bool) {
 	_, kind, series, lead, err := domain.ParseNoticeID(noticeID)
 	if err != nil {
-		return Sent{}, false
+		return sent{}, false
 	}
-	return Sent{Series: series, Kind: kind, Lead: lead}, true
+	return sent{Series: series, Kind: kind, Lead: lead}, true
 }
 
 // rank orders the kinds within a series.
@@ -47,7 +47,7 @@ func rank(k domain.NoticeKind) int {
 }
 
 // after reports whether a is a later stage of a series than b.
-func after(a, b Sent) bool {
+func after(a, b sent) bool {
 	if rank(a.Kind) != rank(b.Kind) {
 		return rank(a.Kind) > rank(b.Kind)
 	}
@@ -55,17 +55,17 @@ func after(a, b Sent) bool {
 	return a.Kind == domain.NoticeReminder && a.Lead < b.Lead
 }
 
-// WindowSeries names the series of an announced window: its start and end, and when the
+// windowSeries names the series of an announced window: its start and end, and when the
 // entity became Pending. A later Pending that keeps the window (a new reason) stays in the
 // series; one with another window, or the same window announced again after the entity left
 // Pending, starts a new one.
-func WindowSeries(r domain.Record) string {
+func windowSeries(r domain.Record) string {
 	return "w" + digest(r.Window.Start.UTC().Format(time.RFC3339Nano), r.Window.End.UTC().Format(time.RFC3339Nano), r.StateSince.UTC().Format(time.RFC3339Nano))
 }
 
-// UpdateSeries names the series of the update in progress: the command that started it (its
+// updateSeries names the series of the update in progress: the command that started it (its
 // sequence in the commands stream) and when it was applied.
-func UpdateSeries(r domain.Record) string {
+func updateSeries(r domain.Record) string {
 	return "u" + digest(strconv.FormatUint(r.LastCommandSeq, 10), r.UpdatedAt.UTC().Format(time.RFC3339Nano))
 }
 
@@ -78,13 +78,13 @@ func digest(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// Stage is the notice that the record calls for at now, whether or not it was sent already:
+// stage is the notice that the record calls for at now, whether or not it was sent already:
 // the latest stage its series has reached. ok is false when nothing applies. Only the latest
 // stage is ever sent: a window announced late, or a function that did not run for a while,
 // skips the stages that are already stale instead of sending a burst of them.
 //
-// ladder must be sorted from the longest lead to the shortest (Config.WithDefaults does).
-func Stage(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration) (domain.Notice, bool) {
+// ladder must be sorted from the longest lead to the shortest (Config.withDefaults does).
+func stage(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration) (domain.Notice, bool) {
 	n := domain.Notice{ResourceID: r.ResourceID, State: r.State, Window: r.Window, StateSince: r.StateSince, At: now}
 	switch {
 	case r.Updating:
@@ -117,19 +117,19 @@ func Stage(key string, r domain.Record, now time.Time, ladder []time.Duration, s
 	// The series is named only once a stage applies: most records on most ticks have none.
 	var series string
 	if n.Kind == domain.NoticeStuck {
-		series = UpdateSeries(r)
+		series = updateSeries(r)
 	} else {
-		series = WindowSeries(r)
+		series = windowSeries(r)
 	}
 	n.NoticeID = domain.NoticeID(key, n.Kind, series, time.Duration(n.Lead)*time.Second)
 	return n, true
 }
 
-// Decide returns the notice to publish for the record at now, given the last notice stored
+// decide returns the notice to publish for the record at now, given the last notice stored
 // for the entity (nil when there is none): the record's current stage, unless the last notice
 // is of the same series and at that stage or later.
-func Decide(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration, last *Sent) (domain.Notice, bool) {
-	n, ok := Stage(key, r, now, ladder, stuckAfter)
+func decide(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration, last *sent) (domain.Notice, bool) {
+	n, ok := stage(key, r, now, ladder, stuckAfter)
 	if !ok {
 		return domain.Notice{}, false
 	}
@@ -141,7 +141,7 @@ func Decide(key string, r domain.Record, now time.Time, ladder []time.Duration, 
 
 // covers reports whether last, the last notice stored for the entity, is n's stage or later
 // in n's series.
-func covers(last Sent, n domain.Notice) bool {
-	s, _ := SentOf(n.NoticeID)
+func covers(last sent, n domain.Notice) bool {
+	s, _ := sentOf(n.NoticeID)
 	return last.Series == s.Series && !after(s, last)
 }

@@ -1,6 +1,10 @@
 package notices
 
-import "maintsignals/shared/domain"
+import (
+	"context"
+
+	"maintsignals/shared/domain"
+)
 
 // SetHooks makes the replica call before just before it publishes a notice and after just
 // after the stream stored it; an error from either ends that entity's delivery there, as a
@@ -8,3 +12,21 @@ import "maintsignals/shared/domain"
 func (n *Notifier) SetHooks(before, after func(domain.Notice) error) {
 	n.hooks = hooks{beforePublish: before, afterPublish: after}
 }
+
+// WithDefaults lets the tests of package notices_test see the defaults New fills in.
+func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
+
+// The pure decision and the run, for the tests of package notices_test.
+type (
+	Sent   = sent
+	Result = result
+)
+
+var (
+	Decide       = decide
+	WindowSeries = windowSeries
+	UpdateSeries = updateSeries
+)
+
+// RunOnce is one run, as a tick makes it.
+func (n *Notifier) RunOnce(ctx context.Context) (Result, error) { return n.runOnce(ctx) }

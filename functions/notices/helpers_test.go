@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,30 +17,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/notices"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
-
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(discard{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func startNATS(t testing.TB) *testenv.Env {
-	t.Helper()
-	return testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Tick = time.Second }))
-}
 
 // clock is a settable clock shared by replicas.
 type clock struct {
@@ -57,8 +36,8 @@ var ladder = []time.Duration{60 * time.Second, 30 * time.Second}
 
 func newNotifier(t testing.TB, js jetstream.JetStream, clk *clock) *notices.Notifier {
 	t.Helper()
-	n, err := notices.New(ctxT(t, 5*time.Second), js, notices.Config{
-		Remind: ladder, StuckAfter: time.Minute, Now: clk.Now, Logger: quietLogger(),
+	n, err := notices.New(testenv.Context(t, 5*time.Second), js, notices.Config{
+		Remind: ladder, StuckAfter: time.Minute, Now: clk.Now, Logger: testenv.Quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +48,7 @@ func newNotifier(t testing.TB, js jetstream.JetStream, clk *clock) *notices.Noti
 // run is one tick's run of replica n, which must succeed.
 func run(t testing.TB, n *notices.Notifier) notices.Result {
 	t.Helper()
-	res, err := n.RunOnce(ctxT(t, 10*time.Second))
+	res, err := n.RunOnce(testenv.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -79,7 +58,7 @@ func run(t testing.TB, n *notices.Notifier) notices.Result {
 // put writes rec as the entity's record, whatever its revision.
 func put(t testing.TB, js jetstream.JetStream, rec domain.Record) {
 	t.Helper()
-	ctx := ctxT(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	st, err := store.Open(ctx, js)
 	if err != nil {
 		t.Fatal(err)

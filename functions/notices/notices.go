@@ -39,11 +39,11 @@ import (
 	"maintsignals/shared/store"
 )
 
-// ScopeName is the instrumentation scope of the function's metrics.
-const ScopeName = "maintsignals/functions/notices"
+// scopeName is the instrumentation scope of the function's metrics.
+const scopeName = "maintsignals/functions/notices"
 
-// MetricNotices counts published notices by kind.
-const MetricNotices = "cluster.maintenance.notices"
+// metricNotices counts published notices by kind.
+const metricNotices = "cluster.maintenance.notices"
 
 // Notifier holds the dependencies of the tick handler.
 type Notifier struct {
@@ -58,7 +58,7 @@ type Notifier struct {
 	// that is stored stays stored, so when known already covers an entity's current stage the
 	// run needs no read. It only saves reads; the stream decides.
 	mu    sync.Mutex
-	known map[string]Sent
+	known map[string]sent
 
 	hooks hooks
 }
@@ -71,7 +71,7 @@ type hooks struct {
 
 // New prepares the function on the provisioned bucket and notices stream.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, error) {
-	cfg, err := cfg.WithDefaults()
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	if err != nil {
 		return nil, fmt.Errorf("notices: stream %s (provision first): %w", domain.NoticesStream, err)
 	}
-	count, err := cfg.Meters.Meter(ScopeName).Int64Counter(MetricNotices, metric.WithUnit("{notice}"),
+	count, err := cfg.Meters.Meter(scopeName).Int64Counter(metricNotices, metric.WithUnit("{notice}"),
 		metric.WithDescription("Lifecycle notices published, by kind."))
 	if err != nil {
 		return nil, fmt.Errorf("notices metrics: %w", err)
@@ -91,7 +91,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	return &Notifier{
 		cfg: cfg, js: js, store: st, stream: s, count: count,
 		log:   cfg.Logger.With("function", "notices"),
-		known: map[string]Sent{},
+		known: map[string]sent{},
 	}, nil
 }
 
@@ -106,7 +106,7 @@ func (n *Notifier) RuntimeConfig() function.Config {
 		Handler:      n.Handle,
 		MaxDeliver:   2,
 		Concurrency:  1,
-		DrainTimeout: n.cfg.RunTimeout + 5*time.Second,
+		DrainTimeout: n.cfg.runTimeout() + 5*time.Second,
 		Logger:       n.cfg.Logger,
 		Meters:       n.cfg.Meters,
 	}
@@ -128,7 +128,7 @@ func (n *Notifier) Handle(ctx context.Context, msg function.Message) error {
 		log.Debug("tick skipped: a newer tick is waiting", "pending", msg.Pending)
 		return nil
 	}
-	res, err := n.RunOnce(ctx)
+	res, err := n.runOnce(ctx)
 	if err != nil {
 		log.Warn("notices run incomplete; the next tick carries on", "err", err, "published", res.Published)
 		return nil
@@ -137,23 +137,23 @@ func (n *Notifier) Handle(ctx context.Context, msg function.Message) error {
 	return nil
 }
 
-// Result describes one run.
-type Result struct {
+// result describes one run.
+type result struct {
 	// Entities read from the bucket; Due, the entities whose current stage this replica did
 	// not know to be sent; Read, the last-notice reads; Published, the notices stored.
 	Entities, Due, Read, Published int
 }
 
-// RunOnce reads the bucket and publishes every notice that is due now.
-func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.RunTimeout)
+// runOnce reads the bucket and publishes every notice that is due now.
+func (n *Notifier) runOnce(ctx context.Context) (result, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
 	now := n.cfg.Now()
 	var (
-		res   Result
+		res   result
 		due   []entry
 		known = n.snapshot()
-		keep  = map[string]Sent{}
+		keep  = map[string]sent{}
 	)
 	err := n.store.Scan(ctx, func(e store.Entry, derr error) error {
 		if derr != nil {
@@ -165,7 +165,7 @@ func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
 			id, _ = domain.DecodeKey(e.Key)
 			e.Record.ResourceID = id
 		}
-		nt, ok := Stage(e.Key, e.Record, now, n.cfg.Remind, n.cfg.StuckAfter)
+		nt, ok := stage(e.Key, e.Record, now, n.cfg.Remind, n.cfg.StuckAfter)
 		if !ok {
 			return nil
 		}
@@ -188,7 +188,7 @@ func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
 		wg   sync.WaitGroup
 		work = make(chan entry)
 	)
-	for range min(n.cfg.Workers, len(due)) {
+	for range min(workers, len(due)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,7 +232,7 @@ type entry struct {
 	rec domain.Record
 }
 
-func (n *Notifier) snapshot() map[string]Sent {
+func (n *Notifier) snapshot() map[string]sent {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.known
@@ -240,7 +240,7 @@ func (n *Notifier) snapshot() map[string]Sent {
 
 // replace keeps what the run knows of the entities that have a stage now; the others have
 // nothing due and need no memory.
-func (n *Notifier) replace(m map[string]Sent) {
+func (n *Notifier) replace(m map[string]sent) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.known = m
@@ -252,7 +252,7 @@ const maxConflicts = 5
 
 // deliver publishes the entity's due notice unless the stream already has it, and returns
 // what is stored last for the entity as far as it knows (nil if it cannot tell).
-func (n *Notifier) deliver(ctx context.Context, key string, rec domain.Record, now time.Time) (last *Sent, reads int, published bool, err error) {
+func (n *Notifier) deliver(ctx context.Context, key string, rec domain.Record, now time.Time) (last *sent, reads int, published bool, err error) {
 	subject := domain.NoticeSubject(key)
 	for range maxConflicts {
 		var seq uint64
@@ -261,7 +261,7 @@ func (n *Notifier) deliver(ctx context.Context, key string, rec domain.Record, n
 		if err != nil {
 			return nil, reads, false, err
 		}
-		nt, ok := Decide(key, rec, now, n.cfg.Remind, n.cfg.StuckAfter, last)
+		nt, ok := decide(key, rec, now, n.cfg.Remind, n.cfg.StuckAfter, last)
 		if !ok {
 			return last, reads, false, nil // already stored
 		}
@@ -300,14 +300,14 @@ func (n *Notifier) deliver(ctx context.Context, key string, rec domain.Record, n
 		}
 		n.count.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", string(nt.Kind))))
 		n.log.Info("notice published", "notice", nt.NoticeID, "kind", nt.Kind, "resource_id", nt.ResourceID, "lead_s", nt.Lead)
-		s, _ := SentOf(nt.NoticeID)
+		s, _ := sentOf(nt.NoticeID)
 		return &s, reads, true, nil
 	}
 	return nil, reads, false, fmt.Errorf("gave up after %d conflicting publishes", maxConflicts)
 }
 
 // last reads the last notice stored for an entity and its stream sequence (0 when none).
-func (n *Notifier) last(ctx context.Context, subject string) (*Sent, uint64, error) {
+func (n *Notifier) last(ctx context.Context, subject string) (*sent, uint64, error) {
 	m, err := n.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, nil
@@ -321,7 +321,7 @@ func (n *Notifier) last(ctx context.Context, subject string) (*Sent, uint64, err
 		n.log.Warn("last notice does not decode", "subject", subject, "seq", m.Sequence, "err", err)
 		return nil, m.Sequence, nil
 	}
-	s, ok := SentOf(nt.NoticeID)
+	s, ok := sentOf(nt.NoticeID)
 	if !ok {
 		return nil, m.Sequence, nil
 	}

@@ -44,7 +44,7 @@ func every(from, to, step int) []int {
 
 func TestNotices_AnnouncedWindowRunToItsEnd(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	id := clusterID(1)
 	put(t, env.JS, pendingRecord(id, sec(100), sec(160)))
@@ -74,7 +74,7 @@ func TestNotices_AnnouncedWindowRunToItsEnd(t *testing.T) {
 
 func TestNotices_LateAnnouncementSendsOnlyTheNearestRung(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	id := clusterID(1)
 	// Announced 20 s ahead: both rungs are already due; only the 30 s one is sent.
@@ -88,7 +88,7 @@ func TestNotices_LateAnnouncementSendsOnlyTheNearestRung(t *testing.T) {
 
 func TestNotices_ReplacedWindowRestartsTheLadder(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	id := clusterID(1)
 	put(t, env.JS, pendingRecord(id, sec(100), sec(160)))
@@ -111,7 +111,7 @@ func TestNotices_ReplacedWindowRestartsTheLadder(t *testing.T) {
 
 func TestNotices_StartOrClearStopsTheLadder(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	started, cleared := clusterID(1), clusterID(2)
 	put(t, env.JS, pendingRecord(started, sec(100), sec(160)))
@@ -146,14 +146,14 @@ func TestNotices_StartOrClearStopsTheLadder(t *testing.T) {
 
 func TestNotices_CrashBetweenDecidingAndPublishing(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	id := clusterID(1)
 	put(t, env.JS, pendingRecord(id, sec(100), sec(160)))
 	a := newNotifier(t, env.JS, clk)
 	a.SetHooks(func(domain.Notice) error { return errCrash }, nil)
 	clk.Set(sec(45))
-	if _, err := a.RunOnce(ctxT(t, 5*time.Second)); err == nil {
+	if _, err := a.RunOnce(testenv.Context(t, 5*time.Second)); err == nil {
 		t.Fatal("the killed run reported success")
 	}
 	if got := stored(t, env.JS, id); len(got) != 0 {
@@ -170,14 +170,14 @@ func TestNotices_CrashBetweenDecidingAndPublishing(t *testing.T) {
 
 func TestNotices_CrashBetweenPublishingAndRemembering(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	id := clusterID(1)
 	put(t, env.JS, pendingRecord(id, sec(100), sec(160)))
 	a := newNotifier(t, env.JS, clk)
 	a.SetHooks(nil, func(domain.Notice) error { return errCrash })
 	clk.Set(sec(45))
-	if _, err := a.RunOnce(ctxT(t, 5*time.Second)); err == nil {
+	if _, err := a.RunOnce(testenv.Context(t, 5*time.Second)); err == nil {
 		t.Fatal("the killed run reported success")
 	}
 	// A fresh replica and the killed one (which remembers nothing of it) on the next ticks.
@@ -196,7 +196,7 @@ func TestNotices_TwoReplicasRacingOnOneTick(t *testing.T) {
 	t.Parallel()
 	t.Run("same decision", func(t *testing.T) {
 		t.Parallel()
-		env := startNATS(t)
+		env := testenv.Start(t, testenv.WithTick(time.Second))
 		clk := &clock{now: sec(45)}
 		const entities = 10 // fewer than a replica's workers, so that every entity is decided at once
 		for i := range entities {
@@ -222,7 +222,7 @@ func TestNotices_TwoReplicasRacingOnOneTick(t *testing.T) {
 	})
 	t.Run("different stages, the later publish loses", func(t *testing.T) {
 		t.Parallel()
-		env := startNATS(t)
+		env := testenv.Start(t, testenv.WithTick(time.Second))
 		id := clusterID(1)
 		put(t, env.JS, pendingRecord(id, sec(100), sec(160)))
 		// Replica a runs at 45 s (rung 60 due); b, a tick later at 75 s (rung 30 due), read the
@@ -253,7 +253,7 @@ func TestNotices_TwoReplicasRacingOnOneTick(t *testing.T) {
 
 func TestNotices_ManyReplicasManyEntities(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	clk := &clock{}
 	const entities = 30
 	for i := range entities {
@@ -301,7 +301,7 @@ func TestNotices_RestartOfTheWholeStackMidLadder(t *testing.T) {
 // with a ladder of seconds, and a window run to its end.
 func TestNotices_OnTheScheduleTick(t *testing.T) {
 	t.Parallel()
-	env := startNATS(t)
+	env := testenv.Start(t, testenv.WithTick(time.Second))
 	now := time.Now()
 	id := clusterID(1)
 	// Each stage lasts 3 s, three ticks: reminder 6 s, reminder 3 s, due, then overdue.
@@ -310,8 +310,8 @@ func TestNotices_OnTheScheduleTick(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 2 {
-		n, err := notices.New(ctxT(t, 5*time.Second), env.JS, notices.Config{
-			Remind: []time.Duration{6 * time.Second, 3 * time.Second}, Tick: time.Second, Logger: quietLogger(),
+		n, err := notices.New(testenv.Context(t, 5*time.Second), env.JS, notices.Config{
+			Remind: []time.Duration{6 * time.Second, 3 * time.Second}, Tick: time.Second, Logger: testenv.Quiet(),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -22,9 +22,9 @@ import (
 
 // Standard Webhooks 1.0 headers.
 const (
-	HeaderWebhookID        = "webhook-id"
-	HeaderWebhookTimestamp = "webhook-timestamp"
-	HeaderWebhookSignature = "webhook-signature"
+	headerWebhookID        = "webhook-id"
+	headerWebhookTimestamp = "webhook-timestamp"
+	headerWebhookSignature = "webhook-signature"
 )
 
 // Sign is the Standard Webhooks v1 signature of one attempt: HMAC-SHA256 of
@@ -174,9 +174,9 @@ func (s *sender) send(ctx context.Context, it item) (int, error) {
 	// Standard Webhooks: the id is the event's, the same on every attempt; the timestamp and
 	// signature are of this attempt, so that a receiver's replay window accepts a late retry.
 	ts := s.now()
-	h.Set(HeaderWebhookID, it.id)
-	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	h.Set(HeaderWebhookSignature, Sign(s.sub.key, it.id, ts, it.body))
+	h.Set(headerWebhookID, it.id)
+	h.Set(headerWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(headerWebhookSignature, Sign(s.sub.key, it.id, ts, it.body))
 	h.Set("User-Agent", "maintsignals-webhook/1")
 
 	resp, err := s.client.Do(req)

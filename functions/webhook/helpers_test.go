@@ -129,18 +129,6 @@ func (rc *receiver) succeeded() []delivery {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // cluster is the resource ID of test cluster i.
 func cluster(i int) string {
 	return fmt.Sprintf("/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c%d", i)
@@ -218,7 +206,7 @@ func start(t *testing.T, env *testenv.Env, cfg webhook.Config) (stop func()) {
 	done := make(chan error, 1)
 	go func() { done <- webhook.Run(ctx, env.JS, cfg) }()
 	for _, s := range cfg.Subscriptions {
-		waitFor(t, 10*time.Second, "consumer of "+s.Name, func() bool {
+		testenv.Eventually(t, 10*time.Second, "consumer of "+s.Name, func() bool {
 			_, err := env.JS.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer(s.Name))
 			return err == nil
 		})

@@ -63,7 +63,7 @@ func TestWebhook_EndpointDownThirtySecondsThenBack(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	waitFor(t, 20*time.Second, "every event delivered after the outage", func() bool { return len(rc.succeeded()) == n })
+	testenv.Eventually(t, 20*time.Second, "every event delivered after the outage", func() bool { return len(rc.succeeded()) == n })
 	inOrder(t, rc.succeeded(), want)
 	reqs := rc.requests()
 	if refusedFrom < 5*3 {
@@ -120,7 +120,7 @@ func TestWebhook_RetryableFailuresAreRetriedWithBackoff(t *testing.T) {
 	for c := 0; c < 6; c++ {
 		ids[cluster(c)] = publishEvent(t, env.JS, cluster(c), c, domain.StatePending)
 	}
-	waitFor(t, 30*time.Second, "every event delivered", func() bool { return len(rc.succeeded()) == 6 })
+	testenv.Eventually(t, 30*time.Second, "every event delivered", func() bool { return len(rc.succeeded()) == 6 })
 	for c := 0; c < 6; c++ {
 		var at []time.Time
 		for _, d := range rc.requests() {
@@ -165,17 +165,17 @@ func TestWebhook_ClientErrorsAreDeadLetteredThenReplayed(t *testing.T) {
 	for n := 1; n <= 4; n++ {
 		ids = append(ids, publishEvent(t, env.JS, cluster(1), n, domain.StatePending))
 	}
-	waitFor(t, 10*time.Second, "events 1 and 4 delivered past the refused ones", func() bool { return len(rc.succeeded()) == 2 })
+	testenv.Eventually(t, 10*time.Second, "events 1 and 4 delivered past the refused ones", func() bool { return len(rc.succeeded()) == 2 })
 	if got := rc.succeeded(); got[0].id != ids[0] || got[1].id != ids[3] {
 		t.Fatalf("delivered %v", got)
 	}
 	if n := len(rc.requests()); n != 4 {
 		t.Fatalf("%d requests, want 4: a refusal is not retried", n)
 	}
-	waitFor(t, 5*time.Second, "the other subscription gets all four", func() bool { return len(other.succeeded()) == 4 })
+	testenv.Eventually(t, 5*time.Second, "the other subscription gets all four", func() bool { return len(other.succeeded()) == 4 })
 
 	var letters []dlq.Letter
-	waitFor(t, 5*time.Second, "two dead letters", func() bool {
+	testenv.Eventually(t, 5*time.Second, "two dead letters", func() bool {
 		var err error
 		letters, err = dlq.List(context.Background(), env.JS)
 		return err == nil && len(letters) == 2
@@ -194,7 +194,7 @@ func TestWebhook_ClientErrorsAreDeadLetteredThenReplayed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "both replayed deliveries accepted", func() bool { return len(rc.succeeded()) == 4 })
+	testenv.Eventually(t, 10*time.Second, "both replayed deliveries accepted", func() bool { return len(rc.succeeded()) == 4 })
 	if got := rc.succeeded(); got[2].id != ids[1] || got[3].id != ids[2] {
 		t.Fatalf("replayed %s, %s; want %s, %s", got[2].id, got[3].id, ids[1], ids[2])
 	}
@@ -229,7 +229,7 @@ func TestWebhook_SlowEndpointDoesNotDelayOtherSubscriptions(t *testing.T) {
 	for n := 0; n < 20; n++ {
 		publishEvent(t, env.JS, cluster(1), n, domain.StatePending) // one cluster: the slow one goes one at a time
 	}
-	waitFor(t, 3*time.Second, "the fast subscription has every event", func() bool { return len(fast.succeeded()) == 20 })
+	testenv.Eventually(t, 3*time.Second, "the fast subscription has every event", func() bool { return len(fast.succeeded()) == 20 })
 	if took := time.Since(t0); took > 3*time.Second {
 		t.Fatalf("fast subscription took %s", took)
 	}
@@ -263,9 +263,9 @@ func TestWebhook_OneClusterRetriesDoNotDelayOtherClusters(t *testing.T) {
 			want[cluster(c)] = append(want[cluster(c)], publishEvent(t, env.JS, cluster(c), n, domain.StatePending))
 		}
 	}
-	waitFor(t, 5*time.Second, "the seven healthy clusters delivered", func() bool { return len(rc.succeeded()) == 35 })
+	testenv.Eventually(t, 5*time.Second, "the seven healthy clusters delivered", func() bool { return len(rc.succeeded()) == 35 })
 	failing.Store(false)
-	waitFor(t, 10*time.Second, "the failing cluster delivered", func() bool { return len(rc.succeeded()) == 40 })
+	testenv.Eventually(t, 10*time.Second, "the failing cluster delivered", func() bool { return len(rc.succeeded()) == 40 })
 	inOrder(t, rc.succeeded(), want)
 }
 
@@ -286,11 +286,11 @@ func TestWebhook_RestartMidStreamLosesNothing(t *testing.T) {
 		c := cluster(n % 10)
 		want[c] = append(want[c], publishEvent(t, env.JS, c, n, domain.StatePending))
 	}
-	waitFor(t, 20*time.Second, "some deliveries", func() bool { return len(rc.requests()) > 100 })
+	testenv.Eventually(t, 20*time.Second, "some deliveries", func() bool { return len(rc.requests()) > 100 })
 	stop()
 	mid := len(rc.succeeded())
 	start(t, env, cfg)
-	waitFor(t, 30*time.Second, "every event after the restart", func() bool { return len(rc.succeeded()) == total })
+	testenv.Eventually(t, 30*time.Second, "every event after the restart", func() bool { return len(rc.succeeded()) == total })
 	inOrder(t, rc.succeeded(), want)
 	t.Logf("%d delivered before the restart, %d requests in all for %d events", mid, len(rc.requests()), total)
 	if mid == total {
@@ -314,7 +314,7 @@ func TestWebhook_HTTPSWithCAFile(t *testing.T) {
 	trusted.CAFile = ca
 	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{trusted, untrusted}, DrainTimeout: 200 * time.Millisecond})
 	id := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
-	waitFor(t, 10*time.Second, "delivered over HTTPS", func() bool { return len(rc.succeeded()) == 1 })
+	testenv.Eventually(t, 10*time.Second, "delivered over HTTPS", func() bool { return len(rc.succeeded()) == 1 })
 	time.Sleep(time.Second)
 	if got := rc.requests(); len(got) != 1 || got[0].id != id {
 		t.Fatalf("requests %v: the subscription without the CA must not get through", got)
@@ -344,12 +344,12 @@ func TestWebhook_RedirectIsNotFollowed(t *testing.T) {
 	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("redirected", srv.URL)}})
 	publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
 	second := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
-	waitFor(t, 10*time.Second, "the second event delivered", func() bool { return len(rc.succeeded()) == 1 })
+	testenv.Eventually(t, 10*time.Second, "the second event delivered", func() bool { return len(rc.succeeded()) == 1 })
 	if got := rc.succeeded()[0].id; got != second {
 		t.Fatalf("delivered %s, want %s", got, second)
 	}
 	var letters []dlq.Letter
-	waitFor(t, 5*time.Second, "the redirected delivery dead-lettered", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the redirected delivery dead-lettered", func() bool {
 		letters, _ = dlq.List(context.Background(), env.JS)
 		return len(letters) == 1
 	})
@@ -377,7 +377,7 @@ func TestWebhook_RetriesSpentAreDeadLettered(t *testing.T) {
 		Backoff: []time.Duration{100 * time.Millisecond}, RetryFor: 450 * time.Millisecond})
 	first := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
 	second := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
-	waitFor(t, 10*time.Second, "the next event delivered after the retries ran out", func() bool { return len(rc.succeeded()) == 1 })
+	testenv.Eventually(t, 10*time.Second, "the next event delivered after the retries ran out", func() bool { return len(rc.succeeded()) == 1 })
 	tries := 0
 	for _, d := range rc.requests() {
 		if d.id == first {
@@ -389,7 +389,7 @@ func TestWebhook_RetriesSpentAreDeadLettered(t *testing.T) {
 		t.Fatalf("first event tried %d times (want %d), then delivered %s", tries, want, rc.succeeded()[0].id)
 	}
 	var letters []dlq.Letter
-	waitFor(t, 5*time.Second, "the dead letter", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the dead letter", func() bool {
 		letters, _ = dlq.List(context.Background(), env.JS)
 		return len(letters) == 1
 	})

@@ -3,20 +3,20 @@
 // event order per subscription and entity, at least once.
 //
 // Each subscription has a durable consumer of its own (webhook-<name>, on MAINT_WEBHOOK, which
-// sources the events and notices and takes the subscription's replays), served by a runtime
-// instance of its own: a slow or failing endpoint holds up only its subscription. The consumers are keyed by entity and pinned to one replica at a time,
+// sources the events and notices and takes the subscription's replays), with workers of its
+// own in the runtime: a slow or failing endpoint holds up only its subscription. The consumers are keyed by entity and pinned to one replica at a time,
 // so an entity's deliveries go one after another in stream order while different entities'
 // go at once, and a retry waits in place without holding up other entities.
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,12 +29,14 @@ import (
 
 // Defaults of a replica.
 const (
-	DefaultTimeout     = 15 * time.Second
-	DefaultRetryFor    = 25 * time.Hour // README, Integrating: at least 24 h
-	DefaultConcurrency = 32             // entities delivered at once per subscription and stream
-	DefaultInFlight    = 1000           // messages out per consumer (MaxAckPending)
-	DefaultAckWait     = 10 * time.Second
-	webhookGroup       = "webhook"
+	DefaultTimeout  = 15 * time.Second
+	DefaultRetryFor = 25 * time.Hour // README, Integrating: at least 24 h
+	DefaultInFlight = 1000           // messages out per consumer (MaxAckPending)
+	// DefaultConcurrency is how many entities of one subscription are delivered at once.
+	DefaultConcurrency = 32
+	// ackWait of the consumers: how soon a replica that died gives its deliveries back.
+	ackWait      = 10 * time.Second
+	webhookGroup = "webhook"
 )
 
 // DefaultBackoff doubles from 1 s to 5 min; the last value repeats until RetryFor is spent.
@@ -43,7 +45,11 @@ var DefaultBackoff = []time.Duration{
 	64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute,
 }
 
-// Config configures a replica of the webhook function.
+// ErrInvalidConfig is wrapped by configuration errors (a subscription's own errors wrap
+// ErrInvalidSubscription).
+var ErrInvalidConfig = errors.New("invalid webhook config")
+
+// Config configures a replica of the webhook function. Zero fields take the defaults.
 type Config struct {
 	Subscriptions []Subscription
 	// FromStart makes a subscription seen for the first time start at the oldest stored event
@@ -55,13 +61,9 @@ type Config struct {
 	// delivery is retried before it is dead-lettered.
 	Backoff  []time.Duration
 	RetryFor time.Duration
-	// Concurrency is how many entities of one subscription are delivered at once; InFlight how
-	// many messages of one consumer may be out (held in order behind their entity's head).
-	Concurrency int
-	InFlight    int
-	// AckWait of the consumers: how soon a replica that died gives its deliveries back.
-	AckWait  time.Duration
-	Replicas int // of the consumers (as the streams)
+	// InFlight is how many messages of one consumer may be out (held in order behind their
+	// entity's head).
+	InFlight int
 	// DrainTimeout bounds how long a stopping replica keeps delivering what it holds (default:
 	// Timeout + 5 s, so that an attempt under way can finish); what is left goes back to the
 	// server and to the next replica, in order.
@@ -70,31 +72,38 @@ type Config struct {
 	Meters       metric.MeterProvider
 }
 
-func (c *Config) defaults() {
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
+// withDefaults fills zero fields and validates the result, each subscription included (on a
+// copy, never the caller's).
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Subscriptions) == 0 {
+		return c, fmt.Errorf("%w: Subscriptions: none (give --subscriptions FILE)", ErrInvalidConfig)
 	}
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "Timeout", c.Timeout),
+		function.NotNegative(ErrInvalidConfig, "RetryFor", c.RetryFor),
+		function.NotNegative(ErrInvalidConfig, "InFlight", c.InFlight),
+		function.NotNegative(ErrInvalidConfig, "DrainTimeout", c.DrainTimeout),
+	); err != nil {
+		return c, err
+	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.RetryFor = cmp.Or(c.RetryFor, DefaultRetryFor)
+	c.InFlight = cmp.Or(c.InFlight, DefaultInFlight)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, c.Timeout+5*time.Second)
+	c.Log = cmp.Or(c.Log, slog.Default())
 	if len(c.Backoff) == 0 {
 		c.Backoff = DefaultBackoff
 	}
-	if c.RetryFor <= 0 {
-		c.RetryFor = DefaultRetryFor
+	c.Subscriptions = slices.Clone(c.Subscriptions)
+	for i := range c.Subscriptions {
+		sub := &c.Subscriptions[i]
+		if sub.key == nil { // built in code rather than read from a file
+			if err := sub.check(); err != nil {
+				return c, fmt.Errorf("%w: %s: %w", ErrInvalidSubscription, sub.Name, err)
+			}
+		}
 	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.InFlight <= 0 {
-		c.InFlight = DefaultInFlight
-	}
-	if c.AckWait <= 0 {
-		c.AckWait = DefaultAckWait
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = c.Timeout + 5*time.Second
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
+	return c, nil
 }
 
 // Attempts is the delivery budget that makes the backoff last at least retryFor: attempt n
@@ -109,57 +118,60 @@ func Attempts(backoff []time.Duration, retryFor time.Duration) int {
 	return n
 }
 
-// ErrNoSubscriptions is returned when there is nothing to deliver to.
-var ErrNoSubscriptions = errors.New("webhook function: no subscription (give --subscriptions FILE)")
+// Deliverer is one replica of the webhook function: a consumer per subscription, served by
+// one runtime in which each consumer has workers of its own, so that a slow or failing
+// endpoint holds up only its subscription.
+type Deliverer struct {
+	cfg Config
+	// subs are the subscriptions by the name of their consumer.
+	subs map[string]*subscriber
+}
 
-// Run ensures each subscription's consumers and delivers until ctx ends, then drains.
-func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
-	cfg.defaults()
-	if len(cfg.Subscriptions) == 0 {
-		return ErrNoSubscriptions
+// subscriber is one subscription with its HTTP sender and log.
+type subscriber struct {
+	sub *Subscription
+	snd *sender
+	log *slog.Logger
+}
+
+// New checks the subscriptions and ensures each one's consumer.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Deliverer, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if _, err := js.Stream(ctx, domain.WebhookStream); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", domain.WebhookStream, err)
+		return nil, fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", domain.WebhookStream, err)
 	}
-	var runs []function.Config
-	// Checking fills in each subscription: on a copy, never the caller's.
-	cfg.Subscriptions = slices.Clone(cfg.Subscriptions)
+	d := &Deliverer{cfg: cfg, subs: map[string]*subscriber{}}
 	for i := range cfg.Subscriptions {
 		sub := &cfg.Subscriptions[i]
-		if sub.key == nil { // built in code rather than read from a file
-			if err := sub.check(); err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrInvalidSubscription, sub.Name, err)
-			}
-		}
-		snd := newSender(sub, cfg.Timeout)
 		if err := ensureConsumer(ctx, js, cfg, sub.Name); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while starting: nothing was delivered
-			}
-			return err
+			return nil, err
 		}
-		runs = append(runs, runConfig(cfg, sub, snd))
+		d.subs[domain.WebhookConsumer(sub.Name)] = &subscriber{
+			sub: sub, snd: newSender(sub, cfg.Timeout),
+			log: cfg.Log.With("function", "webhook", "subscription", sub.Name),
+		}
 		if strings.HasPrefix(sub.URL, "http:") {
 			cfg.Log.Warn("webhook endpoint is plain HTTP: deliveries are signed but readable on the way; use https", "subscription", sub.Name, "endpoint", redactURL(sub.URL))
 		}
 		cfg.Log.Info("webhook subscription ready", "subscription", sub.Name, "endpoint", redactURL(sub.URL),
 			"types", sub.Types, "states", sub.States, "resource_prefix", sub.ResourcePrefix)
 	}
-	// One runtime per subscription: its own consumer, workers and retries.
-	errs := make([]error, len(runs))
-	var wg sync.WaitGroup
-	for i, rc := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = function.Run(ctx, js, rc)
-		}()
+	return d, nil
+}
+
+// Run ensures each subscription's consumer and delivers until ctx ends, then drains.
+func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	d, err := New(ctx, js, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing was delivered
+		}
+		return err
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return function.Run(ctx, js, d.RuntimeConfig())
 }
 
 // filters are what a subscription's consumer reads of MAINT_WEBHOOK: every event and notice,
@@ -180,12 +192,11 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{webhookGroup},
-		PinnedTTL:      domain.PinnedTTL(cfg.AckWait),
+		PinnedTTL:      domain.PinnedTTL(ackWait),
 		MaxAckPending:  cfg.InFlight,
-		AckWait:        cfg.AckWait,
+		AckWait:        ackWait,
 		// The function decides when a delivery is given up (after RetryFor), never the server.
 		MaxDeliver: -1,
-		Replicas:   cfg.Replicas,
 	}
 	if cfg.FromStart {
 		want.DeliverPolicy = jetstream.DeliverAllPolicy
@@ -204,9 +215,7 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 	}
 	have := c.CachedInfo().Config
 	want.DeliverPolicy, want.OptStartSeq, want.OptStartTime = have.DeliverPolicy, have.OptStartSeq, have.OptStartTime
-	if have.Replicas != 0 && want.Replicas == 0 {
-		want.Replicas = have.Replicas
-	}
+	want.Replicas = have.Replicas
 	if slices.Equal(have.FilterSubjects, want.FilterSubjects) && have.MaxAckPending == want.MaxAckPending && have.AckWait == want.AckWait &&
 		have.PinnedTTL == want.PinnedTTL && have.PriorityPolicy == want.PriorityPolicy && have.MaxDeliver == want.MaxDeliver {
 		return nil
@@ -217,53 +226,66 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 	return nil
 }
 
-// runConfig is the runtime of one subscription.
-func runConfig(cfg Config, sub *Subscription, snd *sender) function.Config {
-	log := cfg.Log.With("function", "webhook", "subscription", sub.Name)
+// RuntimeConfig is how the function runtime serves the webhook function: every
+// subscription's consumer, keyed by entity, retried in place with backoff for RetryFor, then
+// dead-lettered for that subscription.
+func (d *Deliverer) RuntimeConfig() function.Config {
+	consumers := make([]string, 0, len(d.subs))
+	for name := range d.subs {
+		consumers = append(consumers, name)
+	}
+	slices.Sort(consumers)
 	return function.Config{
-		Name:        "webhook-" + sub.Name,
+		Name:        "webhook",
 		Stream:      domain.WebhookStream,
-		Consumers:   []string{domain.WebhookConsumer(sub.Name)},
-		Handler:     func(ctx context.Context, msg function.Message) error { return deliver(ctx, log, sub, snd, msg) },
-		MaxDeliver:  Attempts(cfg.Backoff, cfg.RetryFor),
-		Backoff:     cfg.Backoff,
-		Concurrency: cfg.Concurrency,
+		Consumers:   consumers,
+		Handler:     d.Handle,
+		MaxDeliver:  Attempts(d.cfg.Backoff, d.cfg.RetryFor),
+		Backoff:     d.cfg.Backoff,
+		Concurrency: DefaultConcurrency,
 		KeyOf:       func(msg function.Message) string { return domain.KeyFromSubject(msg.Subject) },
-		// A dead delivery of this subscription goes to MAINT_DLQ, marked with the subscription,
+		// A dead delivery of a subscription goes to MAINT_DLQ, marked with the subscription,
 		// under an id of its own: another subscription may dead-letter the same event.
 		DeadLetterSubject: func(msg function.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
 		DecorateDeadLetter: func(msg function.Message, out *nats.Msg) {
+			name := d.subs[msg.Consumer].sub.Name
 			// The feed's copy says which stream it was sourced from; a stream refuses a
 			// publish that claims to be sourced.
 			out.Header.Del(headerStreamSource)
-			out.Header.Set(domain.HeaderWebhookSubscription, sub.Name)
-			out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("dlq-webhook-%s-%s-%d", sub.Name, msg.Stream, msg.Seq))
+			out.Header.Set(domain.HeaderWebhookSubscription, name)
+			out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("dlq-webhook-%s-%s-%d", name, msg.Stream, msg.Seq))
 		},
-		DrainTimeout: cfg.DrainTimeout,
-		Logger:       log,
-		Meters:       cfg.Meters,
-		BalanceEvery: -1, // one consumer per runtime: nothing to spread
+		DrainTimeout: d.cfg.DrainTimeout,
+		Logger:       d.cfg.Log,
+		Meters:       d.cfg.Meters,
+		// A subscription's consumer stays with the replica it is pinned to.
+		BalanceEvery: -1,
 	}
 }
 
-// deliver handles one message for one subscription: filtered out, it is done; otherwise it is
-// posted, and the runtime retries a retryable failure in place or dead-letters a refusal.
-func deliver(ctx context.Context, log *slog.Logger, sub *Subscription, snd *sender, msg function.Message) error {
+// Handle delivers one message to the subscription whose consumer it came on: filtered out, it
+// is done; otherwise it is posted, and the runtime retries a retryable failure in place or
+// dead-letters a refusal.
+func (d *Deliverer) Handle(ctx context.Context, msg function.Message) error {
+	s, ok := d.subs[msg.Consumer]
+	if !ok {
+		return function.Permanent(fmt.Errorf("webhook function: no subscription for consumer %q", msg.Consumer))
+	}
 	it := itemOf(msg)
-	if !sub.wants(it) {
+	if !s.sub.wants(it) {
 		return nil
 	}
 	start := time.Now()
-	status, err := snd.send(ctx, it)
+	status, err := s.snd.send(ctx, it)
 	attrs := []any{"key", domain.KeyFromSubject(msg.Subject), "id", it.id, "type", it.ceType, "attempt", msg.Delivered,
 		"status", status, "took", time.Since(start).Round(time.Millisecond)}
 	switch {
 	case err == nil:
-		log.Debug("delivered", append(attrs, "outcome", "delivered")...)
+		s.log.Debug("delivered", append(attrs, "outcome", "delivered")...)
 	case errors.Is(err, function.ErrPermanent):
-		log.Warn("delivery refused; dead-lettering it for this subscription", append(attrs, "outcome", "dead_letter", "err", err)...)
+		s.log.Warn("delivery refused; dead-lettering it for this subscription", append(attrs, "outcome", "dead_letter", "err", err)...)
 	default:
-		log.Info("delivery failed; retrying", append(attrs, "outcome", "retry", "err", err)...)
+		s.log.Info("delivery failed; retrying", append(attrs, "outcome", "retry", "err", err)...)
 	}
 	return err
 }

@@ -53,7 +53,7 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "every event delivered to the unfiltered subscription", func() bool { return len(all.succeeded()) == len(steps) })
+	testenv.Eventually(t, 20*time.Second, "every event delivered to the unfiltered subscription", func() bool { return len(all.succeeded()) == len(steps) })
 	ids := func(ds []delivery) []string {
 		var out []string
 		for _, d := range ds {
@@ -99,7 +99,7 @@ func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 	env := testenv.Start(t)
 	old := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
 	// "New" is new to the webhook feed, which sources the events stream.
-	waitFor(t, 5*time.Second, "the event in the webhook feed", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the event in the webhook feed", func() bool {
 		s, err := env.JS.Stream(context.Background(), domain.WebhookStream)
 		return err == nil && s.CachedInfo().State.Msgs == 1
 	})
@@ -110,7 +110,7 @@ func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 	stop := start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("new", srvNew.URL)}})
 	stop2 := start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("all", srvAll.URL)}, FromStart: true})
 	fresh := publishEvent(t, env.JS, cluster(1), 2, domain.StatePending)
-	waitFor(t, 10*time.Second, "the new event delivered to both", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the new event delivered to both", func() bool {
 		return len(rcNew.succeeded()) == 1 && len(rcAll.succeeded()) == 2
 	})
 	if rcNew.succeeded()[0].id != fresh {
@@ -121,7 +121,7 @@ func TestWebhook_NewSubscriptionStartsAtNewEventsUnlessFromStart(t *testing.T) {
 	// Restarted with FromStart, the existing subscription goes on from where it was.
 	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("new", srvNew.URL)}, FromStart: true})
 	third := publishEvent(t, env.JS, cluster(1), 3, domain.StatePending)
-	waitFor(t, 10*time.Second, "the third event", func() bool { return len(rcNew.succeeded()) == 2 })
+	testenv.Eventually(t, 10*time.Second, "the third event", func() bool { return len(rcNew.succeeded()) == 2 })
 	time.Sleep(200 * time.Millisecond)
 	if got := rcNew.succeeded(); got[1].id != third || len(rcNew.requests()) != 2 {
 		t.Fatalf("after restart: %v", got)
@@ -155,7 +155,7 @@ func TestWebhook_DeliversNotices(t *testing.T) {
 	notice("n-2", "due", domain.StatePlanned)      // state filtered out
 	notice("n-3", "due", domain.StatePending)
 	ev := publishEvent(t, env.JS, cluster(1), 4, domain.StatePending)
-	waitFor(t, 10*time.Second, "the due notice and the event", func() bool { return len(rc.succeeded()) == 2 })
+	testenv.Eventually(t, 10*time.Second, "the due notice and the event", func() bool { return len(rc.succeeded()) == 2 })
 	time.Sleep(200 * time.Millisecond)
 	// The feed sources the two streams side by side: each keeps its own order, but an event and
 	// a notice stored close together may come in either order.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -107,7 +106,7 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 			t.Fatal(err)
 		}
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := testenv.Quiet()
 	e, err := emitter.New(ctx, env.JS, tel, emitter.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +142,7 @@ func TestRules_NamesAreWhatPrometheusStores_Scrape(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "")
 	t.Setenv("OTEL_METRICS_EXPORTER", "")
-	tel, err := telemetry.Setup(context.Background(), telemetry.Config{PrometheusListen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tel, err := telemetry.Setup(context.Background(), telemetry.Config{PrometheusListen: "127.0.0.1:0", Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +203,7 @@ func TestRules_NamesAreWhatPrometheusStores_OTLP(t *testing.T) {
 	r := otlpreceiver.Start(t)
 	tel, err := telemetry.Setup(context.Background(), telemetry.Config{
 		Endpoint: r.Endpoint(otlpreceiver.GRPC), Protocol: otlpreceiver.GRPC, Interval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: testenv.Quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)

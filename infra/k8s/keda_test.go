@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -245,7 +243,7 @@ func consumerLag(t *testing.T, js jetstream.JetStream, stream, name string) (int
 	return int64(ci.NumPending) + int64(ci.NumAckPending), leader
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 // runCommand runs a command-function replica until the returned stop is called.
 func runCommand(t *testing.T, js jetstream.JetStream) (stop func()) {
@@ -338,18 +336,7 @@ func waitTotal(t *testing.T, js jetstream.JetStream, scalers map[string]*kedaSca
 }
 
 func TestKEDASeesTheWaitingCommands(t *testing.T) {
-	s, err := embedded.Start(embedded.Config{Name: "keda-0", StoreDir: t.TempDir(), Monitor: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	js := testenv.JetStream(t, testenv.Connect(t, s))
-	r := decodeOverlay(t, "dev")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := provision.Run(ctx, js, provisionConfig(t, r)); err != nil {
-		t.Fatal(err)
-	}
+	s, js := startServer(t, nil)
 	rec := &recorder{}
 	client := &http.Client{Transport: rec, Timeout: 5 * time.Second}
 	// The service name resolves to the one node (as cluster DNS would).
@@ -516,18 +503,8 @@ func TestKEDAFindsTheConsumerLeaderInACluster(t *testing.T) {
 // The webhook trigger names a subscription's consumer: KEDA sees the deliveries waiting on it
 // (an endpoint down: held and retried in place, counted as ack pending) and sees them gone.
 func TestKEDASeesAWebhookSubscriptionsBacklog(t *testing.T) {
-	s, err := embedded.Start(embedded.Config{Name: "keda-0", StoreDir: t.TempDir(), Monitor: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	js := testenv.JetStream(t, testenv.Connect(t, s))
+	s, js := startServer(t, nil)
 	r := decodeOverlay(t, "dev")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := provision.Run(ctx, js, provisionConfig(t, r)); err != nil {
-		t.Fatal(err)
-	}
 	var tr *Trigger
 	for _, so := range r.scaledObjects {
 		for i := range so.Spec.Triggers {

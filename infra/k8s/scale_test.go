@@ -134,11 +134,7 @@ func storedEvents(t *testing.T, js jetstream.JetStream) uint64 {
 // overlay's Job.
 func startServer(t *testing.T, tweak func(*provision.Config)) (*embedded.Server, jetstream.JetStream) {
 	t.Helper()
-	s, err := embedded.Start(embedded.Config{Name: "scale-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), Monitor: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{Name: "scale-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), Monitor: "127.0.0.1:0"})
 	js := testenv.JetStream(t, testenv.Connect(t, s))
 	pc := provisionConfig(t, decodeOverlay(t, "dev"))
 	if tweak != nil {

@@ -128,7 +128,7 @@ func planCluster(host string, port, nodes int, saved *clusterLayout) (clients, r
 			port int
 		}{{"client", clients[i]}, {"route", routes[i]}} {
 			if _, err := listenCheck(net.JoinHostPort(host, strconv.Itoa(p.port))); err != nil {
-				return nil, nil, fmt.Errorf("node %d %s port: %w (is another `maintctl up` or NATS server running? use another --listen)", i, p.what, err)
+				return nil, nil, fmt.Errorf("node %d %s port: %w", i, p.what, err)
 			}
 		}
 	}
@@ -158,7 +158,7 @@ func planNATS(f upFlags, host string, port int, data string) (natsPlan, error) {
 	if f.nodes == 1 {
 		p.listen, err = listenCheck(f.listen)
 		if err != nil {
-			return p, fmt.Errorf("--listen %s: %w (is another `maintctl up` or NATS server running? use another --listen)", f.listen, err)
+			return p, fmt.Errorf("--listen %s: %w", f.listen, err)
 		}
 		return p, nil
 	}

@@ -35,7 +35,7 @@ A webhook delivery that its endpoint refused (a 4xx other than 408 and 429), or 
 longer than the retries last, is a dead letter of its subscription (the WEBHOOK column). Its
 replay sends the same event, with the same webhook-id, to that subscription's endpoint again.`,
 		Example: "  maintctl dlq list\n  maintctl dlq replay 3 4\n  maintctl dlq replay --all",
-		Args:    cobra.NoArgs, // an unknown subcommand is an error, not this help
+		Args:    noArgs, // an unknown subcommand is an error, not this help
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.AddCommand(a.dlqListCommand(), a.dlqReplayCommand())
@@ -111,7 +111,7 @@ func (a *app) dlqListCommand() *cobra.Command {
 does not name it), the task, the command id, how many times it was delivered and why it failed.
 -o json also gives each command body.`,
 		Example: "  maintctl dlq list\n  maintctl dlq list -o json | jq -r '.[] | \"\\(.seq) \\(.reason)\"'",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
 			if err != nil {

@@ -3,49 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"maintsignals/test/testenv"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
-	"maintsignals/shared/store"
 )
-
-// startFailingFunction runs a command function that dead-letters on the second delivery while
-// the returned outage is down.
-func startFailingFunction(t *testing.T, s *stack) *testenv.Outage {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := store.Open(ctx, s.JS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &testenv.Outage{Records: st}
-	rc, err := command.Function(ctx, s.JS, command.Config{Records: rec, MaxDeliver: 2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Backoff = []time.Duration{10 * time.Millisecond}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = function.Run(ctx, s.JS, rc) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return rec
-}
 
 func TestDLQ_ListAndReplay(t *testing.T) {
 	s := startStack(t, stackOpts{noFunction: true})
 	c := newCLI(t, s)
-	rec := startFailingFunction(t, s)
+	rec := testenv.StartCommandsOverOutage(t, s.JS)
 
 	mustContain(t, "empty dlq list", c.ok("dlq", "list"), "no dead letter in MAINT_DLQ")
 	if docs := decodeJSON[[]letterJSON](t, c.ok("dlq", "list", "-o", "json")); len(docs) != 0 {
@@ -90,7 +63,7 @@ func TestDLQ_ListAndReplay(t *testing.T) {
 	out = c.ok("dlq", "replay", seq)
 	mustContain(t, "replay output", out, "replayed dead letter "+seq+": command dl-1 (Pending) for "+testID, "MAINT_COMMANDS sequence 2", "maintctl history")
 	var evs []domain.Event
-	waitFor(t, "the replayed command's outcome", 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, "the replayed command's outcome", func() bool {
 		evs = decodeJSON[[]domain.Event](t, c.ok("history", "-o", "json", testID))
 		return len(evs) == 2
 	})
@@ -110,7 +83,7 @@ func TestDLQ_ListAndReplay(t *testing.T) {
 func TestDLQ_ReplayAllAsJSON(t *testing.T) {
 	s := startStack(t, stackOpts{noFunction: true})
 	c := newCLI(t, s)
-	rec := startFailingFunction(t, s)
+	rec := testenv.StartCommandsOverOutage(t, s.JS)
 	rec.Down.Store(true)
 	for _, id := range []string{"all-1", "all-2"} {
 		if r := c.run("customer-action", "--id", id, testID); r.code() != exitRejected {
@@ -143,7 +116,7 @@ func TestDLQ_ReplayAllAsJSON(t *testing.T) {
 		}
 	}
 	// Two applied outcomes (the second a no-change CustomerActionNeeded) and one rejection.
-	waitFor(t, "the replayed outcomes", 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, "the replayed outcomes", func() bool {
 		return len(decodeJSON[[]domain.Event](t, c.ok("history", "-o", "json", testID))) == 5
 	})
 	evs := decodeJSON[[]domain.Event](t, c.ok("history", "-o", "json", testID))

@@ -129,13 +129,17 @@ var functions = []functionSpec{
 			if err != nil {
 				return fmt.Errorf("--remind: %w", err)
 			}
-			return notices.Run(ctx, fe.js, notices.Config{
+			err = notices.Run(ctx, fe.js, notices.Config{
 				Remind:     ladder,
 				StuckAfter: fe.emit.stuckAfter,
 				Tick:       fe.tick,
 				Logger:     fe.a.log,
 				Meters:     fe.tel.MeterProvider(),
 			})
+			if errors.Is(err, notices.ErrInvalidConfig) {
+				return fmt.Errorf("--remind, --stuck-after: %w", err)
+			}
+			return err
 		},
 	},
 	{
@@ -192,12 +196,8 @@ func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functio
 	if err != nil {
 		return err
 	}
-	ladder, err := notices.ParseLadder(fe.emit.remind)
-	if err == nil {
-		_, err = notices.Config{Remind: ladder, StuckAfter: fe.emit.stuckAfter}.WithDefaults()
-	}
-	if err != nil {
-		return fmt.Errorf("--remind, --stuck-after: %w", err)
+	if _, err := notices.ParseLadder(fe.emit.remind); err != nil {
+		return fmt.Errorf("--remind: %w", err)
 	}
 	var (
 		wg    sync.WaitGroup

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"maintsignals/test/testenv"
 	"strconv"
 	"strings"
@@ -34,11 +32,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 	// embedded.Config.Listen with port 0 would listen on nats-server's default 4222, so the
 	// test picks a free port itself.
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	s, err := embedded.Start(embedded.Config{Name: "maintctl-test", StoreDir: t.TempDir(), Listen: listen})
-	if err != nil {
-		t.Fatalf("start nats: %v", err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{Name: "maintctl-test", StoreDir: t.TempDir(), Listen: listen})
 	nc, err := s.Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +58,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 		fctx, fcancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- command.Run(fctx, js, command.Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			done <- command.Run(fctx, js, command.Config{Log: testenv.Quiet()})
 		}()
 		t.Cleanup(func() {
 			fcancel()
@@ -121,18 +115,6 @@ func (c *cli) ok(args ...string) string {
 		c.t.Fatalf("maintctl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
 	}
 	return r.stdout
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func mustContain(t *testing.T, what, s string, subs ...string) {

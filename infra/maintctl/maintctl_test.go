@@ -303,7 +303,7 @@ func TestWatch_PrintsLiveEventsUntilInterrupted(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		w := &watch{out: &testenv.SyncBuffer{}, errOut: &testenv.SyncBuffer{}, done: make(chan error, 1), cancel: cancel}
 		go func() { w.done <- run(ctx, args, c.getenv, w.out, w.errOut) }()
-		waitFor(t, "watch to start", 10*time.Second, func() bool { return strings.Contains(w.errOut.String(), "watching outcome events") })
+		testenv.Eventually(t, 10*time.Second, "watch to start", func() bool { return strings.Contains(w.errOut.String(), "watching outcome events") })
 		return w
 	}
 	all := startWatch("watch", "-o", "json")
@@ -315,8 +315,8 @@ func TestWatch_PrintsLiveEventsUntilInterrupted(t *testing.T) {
 	if r.code() != exitRejected {
 		t.Fatalf("succeeded: %v", r.err)
 	}
-	waitFor(t, "3 JSON lines", 10*time.Second, func() bool { return strings.Count(all.out.String(), "\n") >= 3 })
-	waitFor(t, "2 lines of /w/one", 10*time.Second, func() bool { return strings.Count(one.out.String(), "\n") >= 2 })
+	testenv.Eventually(t, 10*time.Second, "3 JSON lines", func() bool { return strings.Count(all.out.String(), "\n") >= 3 })
+	testenv.Eventually(t, 10*time.Second, "2 lines of /w/one", func() bool { return strings.Count(one.out.String(), "\n") >= 2 })
 	all.cancel()
 	one.cancel()
 	for _, w := range []*watch{all, one} {
@@ -409,7 +409,7 @@ func TestFunctionEmitter_StartsAndStops(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"function", "emitter", "--retention", "1h", "--pucm"}, c.getenv, &testenv.SyncBuffer{}, &errOut)
 	}()
-	waitFor(t, "the emitter to start", 10*time.Second, func() bool { return strings.Contains(errOut.String(), "function started") })
+	testenv.Eventually(t, 10*time.Second, "the emitter to start", func() bool { return strings.Contains(errOut.String(), "function started") })
 	cancel()
 	select {
 	case err := <-done:

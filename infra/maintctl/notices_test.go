@@ -25,17 +25,17 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 	go func() {
 		fnDone <- run(ctx, []string{"function", "notices", "--remind", "10s", "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
 	}()
-	waitFor(t, "the notices function to start", 10*time.Second, func() bool { return strings.Contains(fnErr.String(), "function started") })
+	testenv.Eventually(t, 10*time.Second, "the notices function to start", func() bool { return strings.Contains(fnErr.String(), "function started") })
 
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
 	var wOut, wErr testenv.SyncBuffer
 	wDone := make(chan error, 1)
 	go func() { wDone <- run(wctx, []string{"watch", "-o", "json", testID}, c.getenv, &wOut, &wErr) }()
-	waitFor(t, "watch to start", 10*time.Second, func() bool { return strings.Contains(wErr.String(), "watching outcome events and notices") })
+	testenv.Eventually(t, 10*time.Second, "watch to start", func() bool { return strings.Contains(wErr.String(), "watching outcome events and notices") })
 
 	c.ok("pending", "--reason", "PUCM", "--window-start", "+3s", "--window-end", "+5s", testID)
-	waitFor(t, "three notices", 20*time.Second, func() bool {
+	testenv.Eventually(t, 20*time.Second, "three notices", func() bool {
 		return len(decodeJSON[[]domain.Notice](t, c.ok("notices", "-o", "json", testID))) >= 3
 	})
 	ns := decodeJSON[[]domain.Notice](t, c.ok("notices", "-o", "json", testID))
@@ -52,7 +52,7 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 	mustContain(t, "notices table", c.ok("notices"), "KIND", "reminder", "10s", "due", "overdue", testID)
 	mustContain(t, "notices of another entity", c.ok("notices", "/w/nothing-here"), "no notice was sent")
 
-	waitFor(t, "watch to show the notices", 10*time.Second, func() bool { return strings.Count(wOut.String(), `"notice"`) >= 3 })
+	testenv.Eventually(t, 10*time.Second, "watch to show the notices", func() bool { return strings.Count(wOut.String(), `"notice"`) >= 3 })
 	wcancel()
 	if err := <-wDone; err != nil {
 		t.Errorf("watch: %v", err)

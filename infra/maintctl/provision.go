@@ -109,7 +109,7 @@ maintenance, the durable consumers and the tick schedule. Prints what it created
 left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
 an existing stream, such as the partition count, is reported as failed).`,
 		Example: "  maintctl provision\n  maintctl provision --server nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3 --tick 1m",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()

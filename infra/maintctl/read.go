@@ -133,7 +133,7 @@ func (a *app) listCommand() *cobra.Command {
 the bucket. --state keeps the entities in one state; it accepts the state name in any casing
 or its metric value (pending, customer_action_needed, ...).`,
 		Example: "  maintctl list\n  maintctl list --state pending\n  maintctl list --state CustomerActionNeeded -o json",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var want domain.State
 			if stateFlag != "" {

@@ -123,11 +123,30 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
-		err = fmt.Errorf("%w (see `maintctl --help`)", err)
+	return explainPermission(root.ExecuteContext(ctx))
+}
+
+// errUnknownCommand is wrapped when a word stands where a subcommand belongs.
+var errUnknownCommand = errors.New("unknown command")
+
+// noArgs is the Args of a command that takes no words of its own (the root, a group of
+// subcommands, a verb without operands): a word is an unknown command.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
 	}
-	return explainPermission(err)
+	return unknownCommand(cmd, args[0])
+}
+
+func unknownCommand(cmd *cobra.Command, word string) error {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default
+	}
+	var hint string
+	if s := cmd.SuggestionsFor(word); len(s) > 0 {
+		hint = "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return fmt.Errorf("%w %q for %q%s (see `%s --help`)", errUnknownCommand, word, cmd.CommandPath(), hint, cmd.CommandPath())
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -141,9 +160,17 @@ func (a *app) rootCommand() *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return a.setup()
 		},
+		// Words at the top that name no command are refused here, not by cobra's text.
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// At the top, a flag of a mistyped command fails before the word is looked at: the
+		// word is what is wrong.
+		if !cmd.HasParent() && cmd.Flags().NArg() > 0 {
+			return unknownCommand(cmd, cmd.Flags().Arg(0))
+		}
 		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
 	})
 
@@ -283,16 +310,17 @@ func connectAdvice(err error, unreachable string) error {
 		hostname  x509.HostnameError
 		certErr   *tls.CertificateVerificationError
 	)
+	// Only the TLS cases at the end read the text: an alert the server sends comes as
+	// crypto/tls's unexported alert type, and its text alone says "certificate required".
 	msg := err.Error()
 	switch {
 	case errors.Is(err, natsconn.ErrInvalidOptions):
 		return err
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
-		strings.Contains(strings.ToLower(msg), "authorization violation"):
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
 		return fmt.Errorf("%w: the server refused these credentials: give a user it knows with --nkey FILE or --creds FILE ($NATS_NKEY, $NATS_CREDS)", err)
 	case errors.As(err, &hostname):
 		return fmt.Errorf("%w: the server's TLS certificate is not for this address: connect with a name or address it lists", err)
-	case errors.As(err, &unknownCA), errors.As(err, &certErr), strings.Contains(msg, "x509:"):
+	case errors.As(err, &unknownCA), errors.As(err, &certErr):
 		return fmt.Errorf("%w: the server's TLS certificate is not trusted: give the CA that signed it with --tlsca FILE ($NATS_CA)", err)
 	case strings.Contains(msg, "certificate required"), strings.Contains(msg, "bad certificate"):
 		return fmt.Errorf("%w: the server requires a client certificate (mutual TLS): give it with --tlscert FILE --tlskey FILE ($NATS_CERT, $NATS_KEY)", err)

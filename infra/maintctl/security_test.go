@@ -299,11 +299,7 @@ func TestFunction_ConnectsWithTLSAndNkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), TLS: tlsConf, Nkeys: nk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), TLS: tlsConf, Nkeys: nk})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	opConn, err := natsconn.Connect(ctx, natsconn.Options{

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maintsignals/shared/telemetry"
-	"strings"
+	"net"
 	"time"
 )
 
@@ -19,7 +20,8 @@ func (a *app) setupTelemetry(ctx context.Context, service, metricsListen string,
 	}
 	tel, err := telemetry.Setup(ctx, cfg)
 	if err != nil {
-		if metricsListen != "" && strings.Contains(err.Error(), "listen") {
+		var opErr *net.OpError
+		if metricsListen != "" && errors.As(err, &opErr) && opErr.Op == "listen" {
 			return nil, fmt.Errorf("%w (use --metrics-listen with another address, or \"\" for no metrics page)", err)
 		}
 		return nil, err

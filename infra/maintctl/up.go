@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,7 +87,7 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
   maintctl up --listen 0.0.0.0:4222 --tls-cert server.crt --tls-key server.key --users users.json
   maintctl up --nodes 3 --tls-cert server.crt --tls-key server.key --tls-client-ca clients-ca.pem --users users.json
   maintctl --server tls://HOST:4222 --tlsca ca.pem --nkey admin.nk --inbox-prefix _INBOX_admin pending ID`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := refuseClientFlags(cmd); err != nil {
 				return err
@@ -216,8 +218,11 @@ func parseListen(listen string) (host string, port int, err error) {
 // port (nats-server itself reads 0 as its default, 4222).
 func listenCheck(addr string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return "", fmt.Errorf("%w (is another `maintctl up` or NATS server running? use another --listen)", err)
+	}
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (use another --listen)", err)
 	}
 	bound := ln.Addr().String()
 	_ = ln.Close()

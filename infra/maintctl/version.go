@@ -44,7 +44,7 @@ func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of this binary (module, Go version, VCS revision when built from a checkout)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := buildVersion()
 			if a.json() {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"maintsignals/shared/domain"
+	"maintsignals/test/testenv"
 )
 
 const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -50,7 +51,7 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
 	go func() { done <- c.runCtx(ctx, "function", "webhook", "--subscriptions", file) }()
-	waitFor(t, "the subscription's consumer", 20*time.Second, func() bool {
+	testenv.Eventually(t, 20*time.Second, "the subscription's consumer", func() bool {
 		_, err := s.JS.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer("crm"))
 		return err == nil
 	})
@@ -63,7 +64,7 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out string
-	waitFor(t, "the refused delivery in the dead letters", 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, "the refused delivery in the dead letters", func() bool {
 		out = c.ok("dlq", "list")
 		return strings.Contains(out, "crm")
 	})
@@ -77,7 +78,7 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 	mu.Unlock()
 	seq := strconv.FormatUint(docs[0].Seq, 10)
 	mustContain(t, "replay", c.ok("dlq", "replay", seq), "replayed dead letter "+seq+": event w-1:1", "to webhook crm", "now MAINT_WEBHOOK sequence ")
-	waitFor(t, "the replayed delivery", 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, "the replayed delivery", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(ids) == 2

@@ -1,8 +1,5 @@
 package natsconf_test
 
-import (
-	"io"
-	"log/slog"
-)
+import "maintsignals/test/testenv"
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()

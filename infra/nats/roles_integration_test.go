@@ -11,6 +11,7 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
+	"maintsignals/test/testenv"
 )
 
 // securedServer starts an embedded server with the production users of DefaultUsers (fresh
@@ -22,11 +23,7 @@ func securedServer(t *testing.T) map[string]*rolestest.Party {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: nkeys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: nkeys})
 	return rolestest.Connect(t, users, seeds, natsconn.Options{
 		Servers: s.InProcessURL(),
 		Extra:   []nats.Option{nats.InProcessServer(s.Server)},

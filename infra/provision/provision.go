@@ -5,6 +5,7 @@
 package provision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,6 @@ type Config struct {
 	EventsMaxAge time.Duration
 	// CommandsMaxAge is how long commands are kept for audit and replay.
 	CommandsMaxAge time.Duration
-	// NoticesMaxAge is how long lifecycle notices are kept (default: as long as events).
-	NoticesMaxAge time.Duration
 	// DLQMaxAge is how long dead letters are kept.
 	DLQMaxAge time.Duration
 	// DuplicateWindow is the de-duplication window of the commands and events streams.
@@ -75,17 +74,16 @@ var ErrInvalidConfig = errors.New("invalid provisioning config")
 // WithDefaults fills zero fields from DefaultConfig and validates the result.
 func (c Config) WithDefaults() (Config, error) {
 	d := DefaultConfig()
-	orDefault(&c.Replicas, d.Replicas)
-	orDefault(&c.Partitions, d.Partitions)
-	orDefault(&c.Tick, d.Tick)
-	orDefault(&c.EventsMaxAge, d.EventsMaxAge)
-	orDefault(&c.CommandsMaxAge, d.CommandsMaxAge)
-	orDefault(&c.DLQMaxAge, d.DLQMaxAge)
-	orDefault(&c.NoticesMaxAge, c.EventsMaxAge)
-	orDefault(&c.DuplicateWindow, d.DuplicateWindow)
-	orDefault(&c.AckWait, d.AckWait)
-	orDefault(&c.MaxDeliver, d.MaxDeliver)
-	orDefault(&c.InFlight, d.InFlight)
+	c.Replicas = cmp.Or(c.Replicas, d.Replicas)
+	c.Partitions = cmp.Or(c.Partitions, d.Partitions)
+	c.Tick = cmp.Or(c.Tick, d.Tick)
+	c.EventsMaxAge = cmp.Or(c.EventsMaxAge, d.EventsMaxAge)
+	c.CommandsMaxAge = cmp.Or(c.CommandsMaxAge, d.CommandsMaxAge)
+	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, d.DLQMaxAge)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
+	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, d.MaxDeliver)
+	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
@@ -101,14 +99,6 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: in-flight must be 1-10000, got %d", ErrInvalidConfig, c.InFlight)
 	}
 	return c, nil
-}
-
-// orDefault sets *v to d when it is the zero value.
-func orDefault[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
 }
 
 // Action is what provisioning did to one resource.
@@ -200,7 +190,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Description: "Maintenance-signal lifecycle notices: reminders, due, overdue, stuck",
 			Subjects:    []string{domain.NoticePrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.NoticesMaxAge,
+			MaxAge:      c.EventsMaxAge, // notices are kept as long as events
 			Duplicates:  c.DuplicateWindow,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,

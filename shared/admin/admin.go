@@ -37,9 +37,7 @@ type Config struct {
 	JS   jetstream.JetStream
 	// Metrics, when set, is served on /metrics (or later, SetMetrics).
 	Metrics http.Handler
-	// CheckTimeout bounds the consumer look-ups of one readiness check (default 2s).
-	CheckTimeout time.Duration
-	Logger       *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Server is a running admin endpoint.
@@ -54,14 +52,14 @@ type Server struct {
 	metricz http.Handler
 }
 
+// checkTimeout bounds the consumer look-ups of one readiness check.
+const checkTimeout = 2 * time.Second
+
 // Start listens at once (an address in use fails here, not later) and serves in the
 // background until Close.
 func Start(cfg Config) (*Server, error) {
 	if cfg.Status == nil {
 		return nil, errors.New("admin: Status is required")
-	}
-	if cfg.CheckTimeout <= 0 {
-		cfg.CheckTimeout = 2 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -140,7 +138,7 @@ func (s *Server) Ready(ctx context.Context) error {
 			return fmt.Errorf("function %s is starting", f.Name)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	for _, f := range fns {
 		for _, c := range f.Consumers {

@@ -3,7 +3,6 @@ package admin_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,9 +14,10 @@ import (
 	"maintsignals/shared/admin"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/function"
+	"maintsignals/test/testenv"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 // probe GETs path on the admin server and returns the status code and body.
 func probe(t *testing.T, srv *admin.Server, path string) (int, string) {
@@ -57,11 +57,7 @@ type fixture struct {
 
 func start(t *testing.T) *fixture {
 	t.Helper()
-	s, err := embedded.Start(embedded.Config{Name: "admin-0", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{Name: "admin-0", StoreDir: t.TempDir()})
 	nc, err := s.Connect(nats.ReconnectWait(10 * time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

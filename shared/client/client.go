@@ -26,9 +26,6 @@ import (
 // DefaultServer is where clients connect when neither a server nor NATS_URL is given.
 const DefaultServer = natsconn.DefaultServer
 
-// ErrConnect is wrapped by connection failures (it is natsconn.ErrConnect).
-var ErrConnect = natsconn.ErrConnect
-
 // publisher is what Send and PublishOnly publish commands through: a *natsconn.Conn, whose
 // PublishMsg fails at once with a *natsconn.PermissionError when the server denies the
 // subject, or, for a client made by New, the plain jetstream.JetStream.

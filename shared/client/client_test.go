@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -23,7 +21,7 @@ import (
 
 const id = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 func setup(t *testing.T, withFunction bool) *client.Client {
 	t.Helper()
@@ -154,11 +152,7 @@ func TestSendDeniedFailsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	connect := func(u natstest.User, r natsconf.Role) *client.Client {

@@ -12,9 +12,7 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
-	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -22,34 +20,22 @@ const cluster = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOp
 
 func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
 	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
-	ctx, cancel := context.WithCancel(context.Background())
-	st, _ := store.Open(ctx, env.JS)
-	rec := &testenv.Outage{Records: st}
+	rec := testenv.StartCommandsOverOutage(t, env.JS)
 	rec.Down.Store(true)
-	rc, err := command.Function(ctx, env.JS, command.Config{Records: rec, MaxDeliver: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Backoff = []time.Duration{10 * time.Millisecond}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = function.Run(ctx, env.JS, rc) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	ctx := testenv.Context(t, time.Minute)
 
 	m := testenv.CommandMsg(domain.Command{ID: "r-1", ResourceID: cluster, Task: domain.TaskPending})
 	if _, err := env.JS.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	var letters []dlq.Letter
-	for deadline := time.Now().Add(10 * time.Second); len(letters) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no dead letter")
-		}
-		time.Sleep(20 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "a dead letter", func() bool {
+		var err error
 		if letters, err = dlq.List(ctx, env.JS); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return len(letters) > 0
+	})
 	l := letters[0]
 	if l.CommandID != "r-1" || l.Key != domain.MustKey(cluster) || !strings.Contains(l.Reason, "bucket unreachable") || l.Deliveries != 2 {
 		t.Fatalf("letter %+v", l)
@@ -61,7 +47,7 @@ func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
 	}
 	key := domain.MustKey(cluster)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		r, _, err := st.Get(ctx, key)
+		r, _, err := rec.Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,27 +87,13 @@ func TestReplay_AppliedCommandComesBackAsDuplicate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutcomes(t, env, key, 1)
+	testenv.WaitEvents(t, env.JS, key, 1, 10*time.Second)
 	if _, err := dlq.Replay(ctx, env.JS, ack.Sequence); err != nil {
 		t.Fatal(err)
 	}
-	evs := waitOutcomes(t, env, key, 2)
+	evs := testenv.WaitEvents(t, env.JS, key, 2, 10*time.Second)
 	if evs[0].Outcome != domain.OutcomeApplied || evs[1].Outcome != domain.OutcomeDuplicate {
 		t.Fatalf("outcomes %+v, want applied then duplicate", evs)
-	}
-}
-
-func waitOutcomes(t *testing.T, env *testenv.Env, key string, n int) []domain.Event {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		evs := testenv.Events(t, env.JS, domain.EventSubject(key))
-		if len(evs) >= n {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d outcomes, want %d", len(evs), n)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

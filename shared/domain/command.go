@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -28,6 +29,24 @@ type Window struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
+
+// UnmarshalJSON reads a window as encoding/json would, and marks any error as the window's, so
+// that a rejection names the window whatever part of it the time package refused.
+func (w *Window) UnmarshalJSON(b []byte) error {
+	type plain Window
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return &windowError{err}
+	}
+	*w = Window(p)
+	return nil
+}
+
+// windowError is a window that does not decode; it reads as what went wrong.
+type windowError struct{ err error }
+
+func (e *windowError) Error() string { return e.err.Error() }
+func (e *windowError) Unwrap() error { return e.err }
 
 // Command is an admin or outcome command (README, Messaging contract).
 type Command struct {
@@ -76,12 +95,14 @@ func DecodeCommand(body []byte, key, msgID string) (Command, *Rejection) {
 		return cmd, reject(CodeInvalidRequestContent, "", "body is not JSON")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cmd); err != nil {
 		return Command{}, decodeRejection(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Command{}, reject(CodeInvalidRequestContent, "", "body has data after the JSON object")
+	}
+	if field := unknownField(trimmed, commandFields); field != "" {
+		return Command{}, InvalidParameter(field, "unknown field %q", field)
 	}
 	if rej := cmd.Validate(key, msgID); rej != nil {
 		return cmd, rej
@@ -90,29 +111,97 @@ func DecodeCommand(body []byte, key, msgID string) (Command, *Rejection) {
 }
 
 func decodeRejection(err error) *Rejection {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
+	var (
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+		windowErr *windowError
+	)
+	isWindow := errors.As(err, &windowErr)
 	switch {
 	case errors.As(err, &typeErr):
 		field := typeErr.Field
+		if isWindow && field == "" {
+			field = "window" // not an object
+		}
 		if field == "" {
 			field = "body"
 		}
 		return InvalidParameter(field, "must be a JSON %s, got %s", jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value)
 	case errors.As(err, &syntaxErr):
 		return reject(CodeInvalidRequestContent, "", "body is not JSON: %v", err)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return InvalidParameter(field, "unknown field %q", field)
+	case isWindow:
+		// window.start or .end: a string that is not RFC 3339, or not a string at all.
+		return InvalidParameter("window", "start and end must be RFC 3339 times: %v", err)
 	default:
-		// Time errors of window.start/end surface here: a *time.ParseError for a string that
-		// is not RFC 3339, a plain error from time.Time.UnmarshalJSON for a non-string value.
-		var perr *time.ParseError
-		if errors.As(err, &perr) || strings.HasPrefix(err.Error(), "Time.UnmarshalJSON") {
-			return InvalidParameter("window", "start and end must be RFC 3339 times: %v", err)
-		}
 		return reject(CodeInvalidRequestContent, "", "body is not a valid command: %v", err)
 	}
+}
+
+// fields are the keys a JSON object may carry: its fields' names, and for a field that is an
+// object of its own, that object's.
+type fields map[string]fields
+
+var commandFields = jsonFields(reflect.TypeFor[Command]())
+
+// jsonFields are the keys encoding/json reads into a struct of type t (window's included).
+func jsonFields(t reflect.Type) fields {
+	out := fields{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		var sub fields
+		if ft := f.Type; ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
+			sub = jsonFields(ft.Elem())
+		}
+		out[name] = sub
+	}
+	return out
+}
+
+// unknownField is the first key of the JSON object obj, in the order of the body, that known
+// does not name ("" when every one is known), matched as encoding/json matches keys to fields:
+// exactly, or else without regard to case. Fields that are objects are searched too.
+func unknownField(obj []byte, known fields) string {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		var value json.RawMessage
+		if err != nil || !ok || dec.Decode(&value) != nil {
+			return ""
+		}
+		sub, found := lookupField(known, key)
+		if !found {
+			return key
+		}
+		if sub != nil {
+			if f := unknownField(value, sub); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+func lookupField(known fields, key string) (fields, bool) {
+	if sub, ok := known[key]; ok {
+		return sub, true
+	}
+	for name, sub := range known {
+		if strings.EqualFold(name, key) {
+			return sub, true
+		}
+	}
+	return nil, false
 }
 
 func jsonTypeName(kind string) string {

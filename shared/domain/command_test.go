@@ -153,6 +153,9 @@ func TestDecodeCommand_Rejections(t *testing.T) {
 		{name: "window empty object", body: cmdBody(map[string]any{"window": map[string]any{}}), code: ip, target: "window"},
 		{name: "window without end", body: cmdBody(map[string]any{"window": map[string]any{"start": ws}}), code: ip, target: "window"},
 		{name: "window without start", body: cmdBody(map[string]any{"window": map[string]any{"end": we}}), code: ip, target: "window"},
+		{name: "unknown field after a wrong window", body: cmdBody(map[string]any{"window": window(we, ws), "zzz": 1}), code: ip, target: "zzz"},
+		{name: "window with unknown field in another casing", body: cmdBody(map[string]any{"window": map[string]any{"START": ws, "end": we, "Zone": "UTC"}}), code: ip, target: "Zone"},
+		{name: "signer key is not a command field", body: cmdBody(map[string]any{"SignerKey": "U123"}), code: ip, target: "SignerKey"},
 		{name: "window with unknown field", body: cmdBody(map[string]any{"window": map[string]any{"start": ws, "end": we, "zone": "UTC"}}), code: ip, target: "zone"},
 
 		// Free text limits.
@@ -249,6 +252,7 @@ func TestDecodeCommand_AcceptsEdgeCases(t *testing.T) {
 		{name: "actor at the limit", body: cmdBody(map[string]any{"actor": strings.Repeat("a", domain.MaxActorBytes)})},
 		{name: "non-ASCII actor", body: cmdBody(map[string]any{"actor": "Zoë Ångström"})},
 		{name: "surrounding whitespace", body: []byte("\n  " + string(cmdBody(nil)) + "  \n")},
+		{name: "field names in another casing", body: []byte(`{"ID":"cmd-1","ResourceId":"` + aroID + `","TASK":"Pending","Window":{"Start":"` + ws + `","END":"` + we + `"}}`)},
 		{
 			name: "body of exactly 64 KiB",
 			body: func() []byte {

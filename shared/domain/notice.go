@@ -32,9 +32,6 @@ const (
 	NoticeStuck NoticeKind = "stuck"
 )
 
-// NoticeKinds lists every kind.
-var NoticeKinds = []NoticeKind{NoticeReminder, NoticeDue, NoticeOverdue, NoticeStuck}
-
 // Notice is a lifecycle notice, published on maint.notice.<key>.
 type Notice struct {
 	// NoticeID is <key>:<kind>:<series>:<lead seconds>, the same for every attempt to publish

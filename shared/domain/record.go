@@ -115,17 +115,6 @@ func (r Record) Overdue(now time.Time) bool {
 	return r.State == StatePending && r.Window != nil && !now.Before(r.Window.End)
 }
 
-// UpdateStartedAt is when the update in progress started, zero when none is. While an update
-// runs, every command but its outcome (or a forced one, which ends or replaces the update) is
-// refused without touching the record, so the last applied command is the one that started
-// it: its updatedAt is the start, and its lastCommandSeq identifies the update.
-func (r Record) UpdateStartedAt() time.Time {
-	if !r.Updating {
-		return time.Time{}
-	}
-	return r.UpdatedAt
-}
-
 // Stuck reports whether an update has been in progress for longer than limit.
 func (r Record) Stuck(now time.Time, limit time.Duration) bool {
 	return r.Updating && !r.UpdatedAt.IsZero() && now.Sub(r.UpdatedAt) > limit

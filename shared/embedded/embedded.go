@@ -35,8 +35,6 @@ type Config struct {
 	// SyncAlways makes JetStream sync to disk before acknowledging a write (see README,
 	// Durability). Off, the file store syncs every two minutes.
 	SyncAlways bool
-	// ReadyTimeout bounds the wait for the server to accept connections (default 10s).
-	ReadyTimeout time.Duration
 	// Monitor is host:port of the HTTP monitoring endpoint (/varz, /jsz, /healthz: what KEDA's
 	// nats-jetstream scaler reads); port 0 picks a free port; "" serves none.
 	Monitor string
@@ -102,6 +100,9 @@ func clientTLS(opts *server.Options, t *tls.Config) {
 // tlsTimeout, in seconds, bounds the TLS handshakes of clients and routes.
 const tlsTimeout = 2
 
+// readyTimeout bounds the wait for the server to accept connections.
+const readyTimeout = 10 * time.Second
+
 // Server is a running embedded nats-server.
 type Server struct {
 	*server.Server
@@ -158,13 +159,9 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded: new server: %w", err)
 	}
 	go s.Start()
-	timeout := cfg.ReadyTimeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	if !s.ReadyForConnections(timeout) {
+	if !s.ReadyForConnections(readyTimeout) {
 		s.Shutdown()
-		return nil, fmt.Errorf("%w after %s", ErrNotReady, timeout)
+		return nil, fmt.Errorf("%w after %s", ErrNotReady, readyTimeout)
 	}
 	return &Server{Server: s, listens: cfg.Listen != ""}, nil
 }

@@ -2,7 +2,6 @@ package function
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -37,7 +36,7 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 	var mu sync.Mutex
 	var order []uint64
 	gate := make(chan struct{})
-	r := &runner{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := &runner{log: slog.New(slog.DiscardHandler)}
 	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 1, MaxDeliver: 10,
 		KeyOf: func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
 		Handler: func(_ context.Context, m Message) error {
@@ -91,7 +90,7 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 func TestKeyed_GivenUpMessageIsNotOvertakenByANewerOneOfItsKey(t *testing.T) {
 	var mu sync.Mutex
 	var ran []uint64
-	r := &runner{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := &runner{log: slog.New(slog.DiscardHandler)}
 	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 4, MaxDeliver: 10,
 		KeyOf: func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
 		Handler: func(ctx context.Context, m Message) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/function"
+	"maintsignals/test/testenv"
 )
 
 const pinGroup = "g"
@@ -114,7 +115,7 @@ func TestKeyed_KeysRunConcurrentlyAndEachKeyInStreamOrder(t *testing.T) {
 		o.leave(m)
 		return nil
 	}))
-	eventually(t, 20*time.Second, "every message handled and acked", func() bool { return o.total() == keys*per && e.settled("p")() })
+	testenv.Eventually(t, 20*time.Second, "every message handled and acked", func() bool { return o.total() == keys*per && e.settled("p")() })
 	for k := 0; k < keys; k++ {
 		if got, want := o.of(fmt.Sprintf("k%d", k)), numbered(per); !slices.Equal(got, want) {
 			t.Errorf("key k%d handled in order %v, want %v", k, got, want)
@@ -146,7 +147,7 @@ func TestKeyed_FailureIsRetriedInPlaceAndHoldsBackOnlyItsKey(t *testing.T) {
 	e.publish("t.a.0", "a0", nil)
 	e.publish("t.a.1", "a1", nil)
 	e.publish("t.b.0", "b0", nil)
-	eventually(t, 20*time.Second, "all three handled and acked", func() bool {
+	testenv.Eventually(t, 20*time.Second, "all three handled and acked", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(log) == 3 && e.settled("p")()
@@ -179,7 +180,7 @@ func TestKeyed_PoisonMessageIsDeadLetteredAndItsKeyMovesOn(t *testing.T) {
 	}))
 	e.publish("t.a.0", "poison", nil)
 	e.publish("t.a.1", "fine", nil)
-	eventually(t, 20*time.Second, "the message behind the poison handled", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the message behind the poison handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(handled) == 1 && e.settled("p")()
@@ -224,7 +225,7 @@ func TestKeyed_NewPinWaitsForThePreviousHoldersMessages(t *testing.T) {
 		return nil
 	}))
 	e.publish("t.a.0", "a0", nil)
-	eventually(t, 10*time.Second, "A busy with a0", func() bool {
+	testenv.Eventually(t, 10*time.Second, "A busy with a0", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(log) == 1
@@ -244,11 +245,11 @@ func TestKeyed_NewPinWaitsForThePreviousHoldersMessages(t *testing.T) {
 	}
 	e.publish("t.a.1", "a1", nil)
 	e.publish("t.b.0", "b0", nil)
-	eventually(t, 10*time.Second, "a1 and b0 delivered while A holds a0", func() bool { return e.consumerInfo("p").NumAckPending == 3 })
+	testenv.Eventually(t, 10*time.Second, "a1 and b0 delivered while A holds a0", func() bool { return e.consumerInfo("p").NumAckPending == 3 })
 	time.Sleep(300 * time.Millisecond) // B had its chance to run them early
 	note("released")
 	close(release)
-	eventually(t, 20*time.Second, "everything settled", e.settled("p"))
+	testenv.Eventually(t, 20*time.Second, "everything settled", e.settled("p"))
 	_ = a.stop(t)
 	mu.Lock()
 	defer mu.Unlock()
@@ -272,14 +273,14 @@ func TestKeyed_StoppingReplicaHandsItsPinOverAtOnce(t *testing.T) {
 	var byA, byB atomic.Int64
 	a := e.start(keyedConfig("p", 4, func(context.Context, function.Message) error { byA.Add(1); return nil }))
 	e.publish("t.a.0", "x", nil)
-	eventually(t, 10*time.Second, "A handles the first message", func() bool { return byA.Load() == 1 })
+	testenv.Eventually(t, 10*time.Second, "A handles the first message", func() bool { return byA.Load() == 1 })
 	e.start(keyedConfig("p", 4, func(context.Context, function.Message) error { byB.Add(1); return nil }))
 	time.Sleep(200 * time.Millisecond) // B's pull is waiting behind A's pin
 	if err := a.stop(t); err != nil {
 		t.Fatalf("stop A: %v", err)
 	}
 	e.publish("t.a.1", "y", nil)
-	eventually(t, 30*time.Second, "B handles the next message", func() bool { return byB.Load() == 1 })
+	testenv.Eventually(t, 30*time.Second, "B handles the next message", func() bool { return byB.Load() == 1 })
 	if byA.Load() != 1 {
 		t.Errorf("A handled %d messages, want 1", byA.Load())
 	}
@@ -306,9 +307,9 @@ func TestKeyed_ReplicasShareThePartitions(t *testing.T) {
 	var byA, byB atomic.Int64
 	e.start(cfg(&byA))
 	publishRound()
-	eventually(t, 10*time.Second, "A, alone, serves every partition", func() bool { return byA.Load() == 4 })
+	testenv.Eventually(t, 10*time.Second, "A, alone, serves every partition", func() bool { return byA.Load() == 4 })
 	e.start(cfg(&byB))
-	eventually(t, 30*time.Second, "both replicas serve a round of messages", func() bool {
+	testenv.Eventually(t, 30*time.Second, "both replicas serve a round of messages", func() bool {
 		a, b := byA.Load(), byB.Load()
 		publishRound()
 		time.Sleep(300 * time.Millisecond)
@@ -343,7 +344,7 @@ func TestKeyed_ReplicaThatLostThePinGivesFencedMessagesBack(t *testing.T) {
 	}
 	e.start(cfg("A"))
 	e.publish("t.a.0", "a0", nil)
-	eventually(t, 10*time.Second, "a0 in hand", func() bool { return e.consumerInfo("p").NumAckPending == 1 })
+	testenv.Eventually(t, 10*time.Second, "a0 in hand", func() bool { return e.consumerInfo("p").NumAckPending == 1 })
 	e.start(cfg("B"))
 	time.Sleep(200 * time.Millisecond) // the second replica's pull waits behind the pin
 	st, err := e.js.Stream(context.Background(), workStream)
@@ -358,14 +359,14 @@ func TestKeyed_ReplicaThatLostThePinGivesFencedMessagesBack(t *testing.T) {
 	unpin()
 	e.publish("t.a.1", "a1", nil)
 	e.publish("t.b.0", "b0", nil)
-	eventually(t, 10*time.Second, "a1 and b0 delivered", func() bool { return e.consumerInfo("p").NumAckPending == 3 })
+	testenv.Eventually(t, 10*time.Second, "a1 and b0 delivered", func() bool { return e.consumerInfo("p").NumAckPending == 3 })
 	time.Sleep(1500 * time.Millisecond) // B's next pull carries its pin
 	unpin()
 	e.publish("t.c.0", "c0", nil)
-	eventually(t, 10*time.Second, "c0 delivered", func() bool { return e.consumerInfo("p").NumAckPending == 4 })
+	testenv.Eventually(t, 10*time.Second, "c0 delivered", func() bool { return e.consumerInfo("p").NumAckPending == 4 })
 	time.Sleep(300 * time.Millisecond)
 	close(release)
-	eventually(t, 20*time.Second, "every message handled and acked", func() bool { return handled.Load() >= 4 && e.settled("p")() })
+	testenv.Eventually(t, 20*time.Second, "every message handled and acked", func() bool { return handled.Load() >= 4 && e.settled("p")() })
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Contains(log, "A t.c.0") {

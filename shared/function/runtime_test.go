@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/function"
+	"maintsignals/test/testenv"
 )
 
 // Every test runs against its own embedded nats-server: a work stream "T" on t.> and a
@@ -31,7 +30,7 @@ const (
 	budget = 3
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 type env struct {
 	t  *testing.T
@@ -41,11 +40,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("start embedded server: %v", err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir()})
 	nc, err := s.Connect()
 	if err != nil {
 		t.Fatalf("connect: %v", err)
@@ -227,18 +222,6 @@ func (r *recorder) total() int {
 	return len(r.calls)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // hookCall is one OnDeadLetter invocation.
 type hookCall struct {
 	Seq    uint64
@@ -280,8 +263,8 @@ func TestRun_HandlerReturningNilAcksEachMessageOnce(t *testing.T) {
 	for i := range n {
 		e.publish(fmt.Sprintf("t.ack.%d", i), fmt.Sprintf("m-%d", i), nil)
 	}
-	eventually(t, 5*time.Second, "all messages handled", func() bool { return rec.total() == n })
-	eventually(t, 5*time.Second, "consumer settled", e.settled("acker"))
+	testenv.Eventually(t, 5*time.Second, "all messages handled", func() bool { return rec.total() == n })
+	testenv.Eventually(t, 5*time.Second, "consumer settled", e.settled("acker"))
 
 	for i := range n {
 		if got := rec.deliveries(fmt.Sprintf("m-%d", i)); !slices.Equal(got, []uint64{1}) {
@@ -311,8 +294,8 @@ func TestRun_PlainErrorRetriesWithBackoffUntilTheCauseGoesAway(t *testing.T) {
 	e.start(cfg)
 
 	e.publish("t.retry.1", "flaky", nil)
-	eventually(t, 5*time.Second, "third delivery", func() bool { return rec.count("flaky") >= 3 })
-	eventually(t, 5*time.Second, "consumer settled", e.settled("retrier"))
+	testenv.Eventually(t, 5*time.Second, "third delivery", func() bool { return rec.count("flaky") >= 3 })
+	testenv.Eventually(t, 5*time.Second, "consumer settled", e.settled("retrier"))
 
 	calls := rec.of("flaky")
 	if got := rec.deliveries("flaky"); !slices.Equal(got, []uint64{1, 2, 3}) {
@@ -345,10 +328,10 @@ func TestRun_RetriesExhaustedDeadLettersACopyAndMovesOn(t *testing.T) {
 	e.start(cfg)
 
 	e.publish("t.ex.poison", "poison", nats.Header{"X-Trace": []string{"trace-1"}})
-	eventually(t, 5*time.Second, "poison dead-lettered", func() bool { return len(e.deadLetters()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "poison dead-lettered", func() bool { return len(e.deadLetters()) == 1 })
 	e.publish("t.ex.ok", "ok", nil)
-	eventually(t, 5*time.Second, "next message handled", func() bool { return rec.count("ok") == 1 })
-	eventually(t, 5*time.Second, "consumer settled (poison terminated)", e.settled("exhaust"))
+	testenv.Eventually(t, 5*time.Second, "next message handled", func() bool { return rec.count("ok") == 1 })
+	testenv.Eventually(t, 5*time.Second, "consumer settled (poison terminated)", e.settled("exhaust"))
 
 	if got := rec.deliveries("poison"); !slices.Equal(got, []uint64{1, 2, 3}) {
 		t.Errorf("poison deliveries = %v, want [1 2 3]", got)
@@ -426,9 +409,9 @@ func TestRun_PoisonMessageIsDeadLetteredOnFirstDelivery(t *testing.T) {
 
 			e.publish("t.p.bad", "bad", nil)
 			e.publish("t.p.good", "good", nil)
-			eventually(t, 5*time.Second, "good handled", func() bool { return rec.count("good") == 1 })
-			eventually(t, 5*time.Second, "bad dead-lettered", func() bool { return len(e.deadLetters()) == 1 })
-			eventually(t, 5*time.Second, "consumer settled", e.settled("poison"))
+			testenv.Eventually(t, 5*time.Second, "good handled", func() bool { return rec.count("good") == 1 })
+			testenv.Eventually(t, 5*time.Second, "bad dead-lettered", func() bool { return len(e.deadLetters()) == 1 })
+			testenv.Eventually(t, 5*time.Second, "consumer settled", e.settled("poison"))
 
 			if got := rec.deliveries("bad"); !slices.Equal(got, []uint64{1}) {
 				t.Errorf("bad deliveries = %v, want [1]", got)
@@ -447,7 +430,7 @@ func TestRun_PoisonMessageIsDeadLetteredOnFirstDelivery(t *testing.T) {
 
 			// The runtime keeps serving after the poison message.
 			e.publish("t.p.later", "later", nil)
-			eventually(t, 5*time.Second, "later message handled", func() bool { return rec.count("later") == 1 })
+			testenv.Eventually(t, 5*time.Second, "later message handled", func() bool { return rec.count("later") == 1 })
 			if err := run.stop(t); err != nil {
 				t.Errorf("Run = %v, want nil", err)
 			}
@@ -495,12 +478,12 @@ func TestRun_FailedDeadLetterIsRetriedNotLost(t *testing.T) {
 			e.start(cfg)
 
 			e.publish("t.df.1", "bad", nil)
-			eventually(t, 10*time.Second, "the message delivered again", func() bool { return rec.count("bad") >= 2 })
+			testenv.Eventually(t, 10*time.Second, "the message delivered again", func() bool { return rec.count("bad") >= 2 })
 			if got := rec.deliveries("bad")[:2]; !slices.Equal(got, []uint64{1, 2}) {
 				t.Errorf("deliveries = %v, want [1 2 ...]", got)
 			}
 			if tt.waitSettled {
-				eventually(t, 5*time.Second, "consumer settled", e.settled("dlqfail"))
+				testenv.Eventually(t, 5*time.Second, "consumer settled", e.settled("dlqfail"))
 				if got := rec.deliveries("bad"); !slices.Equal(got, []uint64{1, 2}) {
 					t.Errorf("deliveries = %v, want [1 2]", got)
 				}
@@ -549,7 +532,7 @@ func TestRun_SlowHandlerIsKeptAliveAndNotRedelivered(t *testing.T) {
 				e.publish(fmt.Sprintf("t.slow.%d", i), fmt.Sprintf("s-%d", i), nil)
 			}
 			within := time.Duration(tt.messages)*tt.hold + 5*time.Second
-			eventually(t, within, "consumer settled", func() bool {
+			testenv.Eventually(t, within, "consumer settled", func() bool {
 				return rec.total() >= tt.messages && e.settled("slow")()
 			})
 			for i := range tt.messages {
@@ -589,9 +572,9 @@ func TestRun_SlowHandlerDoesNotBlockOtherWorkers(t *testing.T) {
 
 	e.publish("t.par.1", "a", nil)
 	e.publish("t.par.2", "b", nil)
-	eventually(t, 5*time.Second, "two handlers running at once", func() bool { return maxInFlight.Load() == 2 })
+	testenv.Eventually(t, 5*time.Second, "two handlers running at once", func() bool { return maxInFlight.Load() == 2 })
 	close(release)
-	eventually(t, 5*time.Second, "consumer settled", e.settled("par"))
+	testenv.Eventually(t, 5*time.Second, "consumer settled", e.settled("par"))
 	if rec.total() != 2 {
 		t.Errorf("handler ran %d times, want 2", rec.total())
 	}
@@ -629,7 +612,7 @@ func TestRun_DrainLetsInFlightHandlerFinishAndAck(t *testing.T) {
 	if err := e.nc.Flush(); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
-	eventually(t, 2*time.Second, "consumer settled after drain", e.settled("drain"))
+	testenv.Eventually(t, 2*time.Second, "consumer settled after drain", e.settled("drain"))
 
 	// A new run does not see the drained message again.
 	var second recorder
@@ -638,7 +621,7 @@ func TestRun_DrainLetsInFlightHandlerFinishAndAck(t *testing.T) {
 		return nil
 	}))
 	e.publish("t.drain.2", "marker", nil)
-	eventually(t, 5*time.Second, "marker handled by the new run", func() bool { return second.count("marker") == 1 })
+	testenv.Eventually(t, 5*time.Second, "marker handled by the new run", func() bool { return second.count("marker") == 1 })
 	if got := second.count("inflight"); got != 0 {
 		t.Errorf("drained message handled %d more times by the next run, want 0", got)
 	}
@@ -689,7 +672,7 @@ func TestRun_DrainTimeoutCancelsAStuckHandlerAndReturns(t *testing.T) {
 		rec.add(m)
 		return nil
 	}))
-	eventually(t, 5*time.Second, "abandoned message redelivered", func() bool { return rec.count("stuck") == 1 })
+	testenv.Eventually(t, 5*time.Second, "abandoned message redelivered", func() bool { return rec.count("stuck") == 1 })
 	if got := rec.deliveries("stuck"); !slices.Equal(got, []uint64{2}) {
 		t.Errorf("redelivery = %v, want [2]", got)
 	}
@@ -722,7 +705,7 @@ func TestRun_DrainWithBackloggedConsumersHandlesEverythingInHand(t *testing.T) {
 	// All three messages of each consumer are in the runtime's hands, and each consumer's
 	// worker is busy with its first (the server counting a message out does not mean the client
 	// has read it yet).
-	eventually(t, 5*time.Second, "three messages delivered to each consumer", func() bool {
+	testenv.Eventually(t, 5*time.Second, "three messages delivered to each consumer", func() bool {
 		return e.consumerInfo("fast").NumAckPending == 3 && e.consumerInfo("slowc").NumAckPending == 3 &&
 			rec.count("f-0") == 1 && rec.count("s-0") == 1
 	})
@@ -739,7 +722,7 @@ func TestRun_DrainWithBackloggedConsumersHandlesEverythingInHand(t *testing.T) {
 	if err := e.nc.Flush(); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
-	eventually(t, 2*time.Second, "both consumers settled", func() bool { return e.settled("fast")() && e.settled("slowc")() })
+	testenv.Eventually(t, 2*time.Second, "both consumers settled", func() bool { return e.settled("fast")() && e.settled("slowc")() })
 }
 
 func TestRun_InvalidConfig(t *testing.T) {
@@ -832,10 +815,10 @@ func TestRun_RecordsProcessDurationWithoutSubjects(t *testing.T) {
 	const okSubject, badSubject = "t.m.order-42", "t.m.order-43"
 	e.publish(okSubject, "ok", nil)
 	e.publish(badSubject, "bad", nil)
-	eventually(t, 5*time.Second, "consumer settled", func() bool { return rec.total() == 2 && e.settled("metered")() })
+	testenv.Eventually(t, 5*time.Second, "consumer settled", func() bool { return rec.total() == 2 && e.settled("metered")() })
 
 	var points []metricdata.HistogramDataPoint[float64]
-	eventually(t, 5*time.Second, "two recorded durations", func() bool {
+	testenv.Eventually(t, 5*time.Second, "two recorded durations", func() bool {
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(context.Background(), &rm); err != nil {
 			t.Fatalf("collect: %v", err)
@@ -910,7 +893,7 @@ func TestRun_PastTheBudgetIsDeadLetteredWithoutTheHandler(t *testing.T) {
 	}
 	var called atomic.Bool
 	e.start(config("crash", func(context.Context, function.Message) error { called.Store(true); return nil }))
-	eventually(t, 10*time.Second, "a dead letter", func() bool { return len(e.deadLetters()) == 1 })
+	testenv.Eventually(t, 10*time.Second, "a dead letter", func() bool { return len(e.deadLetters()) == 1 })
 	if called.Load() {
 		t.Fatal("the handler ran on a message past its budget")
 	}

@@ -1,11 +1,8 @@
 package natsconn_test
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,16 +16,10 @@ import (
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
+	"maintsignals/test/testenv"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+var quiet = testenv.Quiet()
 
 func TestNATSOptions_RejectsContradictoryOrMissingSettings(t *testing.T) {
 	seed := natstest.NewUser(t).SeedFile
@@ -52,7 +43,7 @@ func TestNATSOptions_RejectsContradictoryOrMissingSettings(t *testing.T) {
 			if _, err := tt.o.NATSOptions(); !errors.Is(err, natsconn.ErrInvalidOptions) {
 				t.Fatalf("NATSOptions() = %v, want ErrInvalidOptions", err)
 			}
-			if _, err := natsconn.Connect(ctxT(t, 5*time.Second), tt.o); !errors.Is(err, natsconn.ErrInvalidOptions) {
+			if _, err := natsconn.Connect(testenv.Context(t, 5*time.Second), tt.o); !errors.Is(err, natsconn.ErrInvalidOptions) {
 				t.Fatalf("Connect() = %v, want ErrInvalidOptions", err)
 			}
 		})
@@ -120,12 +111,12 @@ func startPlain(t *testing.T) string {
 
 func TestConnect_UserAndPasswordInTheURL(t *testing.T) {
 	hostport := startPlain(t)
-	c, err := natsconn.Connect(ctxT(t, 5*time.Second), natsconn.Options{Servers: "maint:s3cret@" + hostport, Logger: quiet})
+	c, err := natsconn.Connect(testenv.Context(t, 5*time.Second), natsconn.Options{Servers: "maint:s3cret@" + hostport, Logger: quiet})
 	if err != nil {
 		t.Fatalf("right password: %v", err)
 	}
 	c.Close()
-	_, err = natsconn.Connect(ctxT(t, 5*time.Second), natsconn.Options{Servers: "maint:wrong@" + hostport, Logger: quiet, Timeout: time.Second})
+	_, err = natsconn.Connect(testenv.Context(t, 5*time.Second), natsconn.Options{Servers: "maint:wrong@" + hostport, Logger: quiet, Timeout: time.Second})
 	if !errors.Is(err, natsconn.ErrConnect) || !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("wrong password: %v, want ErrConnect wrapping an authorization error", err)
 	}
@@ -148,11 +139,7 @@ func tlsServer(t *testing.T, mutual bool) (*embedded.Server, *natstest.CA, natst
 		t.Fatal(err)
 	}
 	u := natstest.NewUser(t)
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", TLS: tc, Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", TLS: tc, Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
 	return s, ca, u
 }
 
@@ -178,7 +165,7 @@ func TestConnect_TLS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.o.Logger, tt.o.Timeout = quiet, 2*time.Second
-			c, err := natsconn.Connect(ctxT(t, 10*time.Second), tt.o)
+			c, err := natsconn.Connect(testenv.Context(t, 10*time.Second), tt.o)
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("Connect: %v", err)
@@ -187,7 +174,7 @@ func TestConnect_TLS(t *testing.T) {
 				if !c.NC.TLSRequired() {
 					t.Error("connection is not TLS")
 				}
-				if _, err := c.JS.AccountInfo(ctxT(t, 5*time.Second)); err != nil {
+				if _, err := c.JS.AccountInfo(testenv.Context(t, 5*time.Second)); err != nil {
 					t.Errorf("JetStream over TLS: %v", err)
 				}
 				return
@@ -201,16 +188,12 @@ func TestConnect_TLS(t *testing.T) {
 
 func TestConnect_KeyPairHeldInMemory(t *testing.T) {
 	u := natstest.NewUser(t)
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{{Nkey: u.Public}}})
 	opt, err := natsconn.KeyPair(u.KeyPair)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := natsconn.Connect(ctxT(t, 5*time.Second), natsconn.Options{Servers: s.InProcessURL(), Logger: quiet, Extra: []nats.Option{nats.InProcessServer(s.Server), opt}})
+	c, err := natsconn.Connect(testenv.Context(t, 5*time.Second), natsconn.Options{Servers: s.InProcessURL(), Logger: quiet, Extra: []nats.Option{nats.InProcessServer(s.Server), opt}})
 	if err != nil {
 		t.Fatalf("in-memory key: %v", err)
 	}

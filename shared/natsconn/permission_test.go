@@ -14,6 +14,7 @@ import (
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
+	"maintsignals/test/testenv"
 )
 
 // publishTimeout is what a caller would wait for a PubAck; a permission error must come well
@@ -29,19 +30,15 @@ const fast = 2 * time.Second
 func limitedServer(t *testing.T) (s *embedded.Server, boss, limited natstest.User) {
 	t.Helper()
 	boss, limited = natstest.NewUser(t), natstest.NewUser(t)
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{
+	s = testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: []*server.NkeyUser{
 		{Nkey: boss.Public},
 		{Nkey: limited.Public, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: []string{"ok.>", "$JS.API.>"}, Deny: []string{"denied.>"}},
 			Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX_limited.>"}},
 		}},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
 	c := connect(t, s, boss, "")
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	if _, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"ok.>", "denied.>"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +51,7 @@ func limitedServer(t *testing.T) (s *embedded.Server, boss, limited natstest.Use
 // connect connects in-process as u.
 func connect(t *testing.T, s *embedded.Server, u natstest.User, inbox string) *natsconn.Conn {
 	t.Helper()
-	c, err := natsconn.Connect(ctxT(t, 5*time.Second), natsconn.Options{
+	c, err := natsconn.Connect(testenv.Context(t, 5*time.Second), natsconn.Options{
 		Servers:     s.InProcessURL(),
 		NkeyFile:    u.SeedFile,
 		InboxPrefix: inbox,
@@ -73,7 +70,7 @@ func TestPublishMsg_DeniedSubjectReportsAPermissionErrorAtOnce(t *testing.T) {
 	c := connect(t, s, limited, "_INBOX_limited")
 	for i := range 2 { // every denied publish, not only the first
 		start := time.Now()
-		_, err := c.Publish(ctxT(t, publishTimeout), "denied.x", []byte("no"))
+		_, err := c.Publish(testenv.Context(t, publishTimeout), "denied.x", []byte("no"))
 		took := time.Since(start)
 		var pe *natsconn.PermissionError
 		if !errors.As(err, &pe) || pe.Op != "publish" || pe.Subject != "denied.x" {
@@ -86,7 +83,7 @@ func TestPublishMsg_DeniedSubjectReportsAPermissionErrorAtOnce(t *testing.T) {
 			t.Errorf("publish %d: the permission error took %s (publish timeout %s)", i, took, publishTimeout)
 		}
 	}
-	if ack, err := c.Publish(ctxT(t, publishTimeout), "ok.x", []byte("yes")); err != nil || ack.Stream != "S" {
+	if ack, err := c.Publish(testenv.Context(t, publishTimeout), "ok.x", []byte("yes")); err != nil || ack.Stream != "S" {
 		t.Fatalf("allowed publish: %+v, %v", ack, err)
 	}
 }
@@ -95,7 +92,7 @@ func TestPlainJetStreamPublish_DeniedSubjectOnlyTimesOut(t *testing.T) {
 	// The reason for Conn.PublishMsg: without it a denied publish looks like a slow server.
 	s, _, limited := limitedServer(t)
 	c := connect(t, s, limited, "_INBOX_limited")
-	_, err := c.JS.Publish(ctxT(t, time.Second), "denied.x", nil)
+	_, err := c.JS.Publish(testenv.Context(t, time.Second), "denied.x", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("plain publish to a denied subject: %v, want a timeout", err)
 	}
@@ -105,12 +102,12 @@ func TestGuard(t *testing.T) {
 	s, _, limited := limitedServer(t)
 	c := connect(t, s, limited, "_INBOX_limited")
 	t.Run("a call that publishes for you fails at once on a matching filter", func(t *testing.T) {
-		kv, err := c.JS.KeyValue(ctxT(t, 5*time.Second), "b")
+		kv, err := c.JS.KeyValue(testenv.Context(t, 5*time.Second), "b")
 		if err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		err = c.Guard(ctxT(t, publishTimeout), "$KV.b.>", func(ctx context.Context) error {
+		err = c.Guard(testenv.Context(t, publishTimeout), "$KV.b.>", func(ctx context.Context) error {
 			_, err := kv.Put(ctx, "k", []byte("v"))
 			return err
 		})
@@ -120,7 +117,7 @@ func TestGuard(t *testing.T) {
 		}
 	})
 	t.Run("a violation on another subject does not fail the call", func(t *testing.T) {
-		err := c.Guard(ctxT(t, publishTimeout), "ok.>", func(ctx context.Context) error {
+		err := c.Guard(testenv.Context(t, publishTimeout), "ok.>", func(ctx context.Context) error {
 			if err := c.NC.Publish("denied.y", nil); err != nil {
 				return err
 			}
@@ -136,7 +133,7 @@ func TestGuard(t *testing.T) {
 	})
 	t.Run("the call's own error passes through", func(t *testing.T) {
 		want := errors.New("own")
-		if err := c.Guard(ctxT(t, time.Second), "ok.>", func(context.Context) error { return want }); err != want {
+		if err := c.Guard(testenv.Context(t, time.Second), "ok.>", func(context.Context) error { return want }); err != want {
 			t.Fatalf("Guard = %v, want the call's error", err)
 		}
 	})
@@ -147,7 +144,7 @@ func TestGuard_RefusedInboxFailsEveryRequestAtOnce(t *testing.T) {
 	c := connect(t, s, limited, "") // replies on _INBOX., which limited may not subscribe to
 	for i := range 2 {
 		start := time.Now()
-		_, err := c.Publish(ctxT(t, publishTimeout), "ok.x", nil)
+		_, err := c.Publish(testenv.Context(t, publishTimeout), "ok.x", nil)
 		var pe *natsconn.PermissionError
 		if !errors.As(err, &pe) || pe.Op != "subscribe" || !strings.HasPrefix(pe.Subject, "_INBOX.") {
 			t.Fatalf("request %d: %v, want a PermissionError for subscribe to _INBOX.…", i, err)

@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -103,10 +102,7 @@ type Config struct {
 	// PrometheusListen is host:port of a Prometheus-format page (path /metrics), served
 	// only when no OTLP endpoint is configured; "" serves none.
 	PrometheusListen string
-	// SetGlobal installs the meter provider as OpenTelemetry's global one and routes the
-	// SDK's own errors (a failed periodic export) to Logger; for a process's main, not tests.
-	SetGlobal bool
-	Logger    *slog.Logger
+	Logger           *slog.Logger
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -185,11 +181,6 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		opts = append(opts, sdkmetric.WithReader(reader))
 	}
 	t.mp = sdkmetric.NewMeterProvider(opts...)
-	if cfg.SetGlobal {
-		otel.SetMeterProvider(t.mp)
-		log := t.log
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("opentelemetry", "err", err) }))
-	}
 	t.log.Info("telemetry ready", "mode", string(t.mode), "service", serviceName(t.res), "prometheus", t.promAddr)
 	return t, nil
 }

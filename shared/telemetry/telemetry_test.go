@@ -17,6 +17,7 @@ import (
 
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
 )
 
 // cleanEnv unsets every variable Setup or the exporters read, so the host's environment
@@ -45,12 +46,6 @@ func setup(t *testing.T, cfg telemetry.Config) *telemetry.Telemetry {
 		_ = tel.Shutdown(ctx)
 	})
 	return tel
-}
-
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func count(t *testing.T, tel *telemetry.Telemetry, name string, attrs ...attribute.KeyValue) {
@@ -119,10 +114,10 @@ func TestSetup_ExportsOverOTLPAsTheEnvironmentSays(t *testing.T) {
 				t.Fatalf("mode %s, want %s", tel.Mode(), tt.mode)
 			}
 			count(t, tel, "test.calls", attribute.String("k", "v"))
-			if err := tel.ForceFlush(ctxT(t, 5*time.Second)); err != nil {
+			if err := tel.ForceFlush(testenv.Context(t, 5*time.Second)); err != nil {
 				t.Fatalf("flush: %v", err)
 			}
-			e, err := r.Await(ctxT(t, 5*time.Second), 0, func(e otlpreceiver.Export) bool { return e.Has("test.calls") })
+			e, err := r.Await(testenv.Context(t, 5*time.Second), 0, func(e otlpreceiver.Export) bool { return e.Has("test.calls") })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +203,7 @@ func TestSetup_PeriodicReaderSplitsLargeCollections(t *testing.T) {
 	for i := 0; i < 25; i++ {
 		count(t, tel, "test.series", attribute.Int("i", i))
 	}
-	if err := tel.ForceFlush(ctxT(t, 5*time.Second)); err != nil {
+	if err := tel.ForceFlush(testenv.Context(t, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var sizes []int
@@ -244,7 +239,7 @@ func TestEmission_SendsEachBatchAsItsOwnRequestWithTheFleetResource(t *testing.T
 			em := tel.NewEmission()
 			now := time.Now()
 			for _, batch := range [][]string{{"/a", "/b"}, {"/c"}} {
-				if err := em.Export(ctxT(t, 5*time.Second), gauge(now, batch...)); err != nil {
+				if err := em.Export(testenv.Context(t, 5*time.Second), gauge(now, batch...)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -277,7 +272,7 @@ func TestEmission_FailsWithinItsDeadlineWhenTheCollectorIsDown(t *testing.T) {
 			tel := setup(t, telemetry.Config{Interval: time.Hour, ReconnectMaxDelay: 200 * time.Millisecond})
 			r.Stop()
 			start := time.Now()
-			if err := tel.NewEmission().Export(ctxT(t, 500*time.Millisecond), gauge(start, "/a")); err == nil {
+			if err := tel.NewEmission().Export(testenv.Context(t, 500*time.Millisecond), gauge(start, "/a")); err == nil {
 				t.Fatal("export to a stopped collector succeeded")
 			}
 			if d := time.Since(start); d > 2*time.Second {
@@ -289,7 +284,7 @@ func TestEmission_FailsWithinItsDeadlineWhenTheCollectorIsDown(t *testing.T) {
 			// Back within about the reconnect delay, not gRPC's default backoff of minutes.
 			deadline := time.Now().Add(3 * time.Second)
 			for {
-				err := tel.NewEmission().Export(ctxT(t, 500*time.Millisecond), gauge(time.Now(), "/a"))
+				err := tel.NewEmission().Export(testenv.Context(t, 500*time.Millisecond), gauge(time.Now(), "/a"))
 				if err == nil {
 					break
 				}
@@ -382,7 +377,7 @@ func TestSetup_WithNothingConfiguredExportsNothing(t *testing.T) {
 				t.Errorf("emission without exporter: %v", err)
 			}
 			em.Commit()
-			if err := tel.ForceFlush(ctxT(t, time.Second)); err != nil {
+			if err := tel.ForceFlush(testenv.Context(t, time.Second)); err != nil {
 				t.Errorf("flush without exporter: %v", err)
 			}
 		})

@@ -80,11 +80,7 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	srv, err := embedded.Start(embedded.Config{Name: "fault-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testenv.Server(t, embedded.Config{Name: "fault-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
 	st := &stack{srv: srv, url: srv.URL(), js: testenv.JetStream(t, testenv.Connect(t, srv))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -69,9 +69,6 @@ type Option func(*Receiver)
 // benchmarks that send many points).
 func WithoutPayloads() Option { return func(r *Receiver) { r.dropPayloads = true } }
 
-// WithMaxRecvMsgSize changes the gRPC message size limit (default 4 MiB).
-func WithMaxRecvMsgSize(n int) Option { return func(r *Receiver) { r.maxRecv = n } }
-
 // WithHost makes the receiver listen on host instead of 127.0.0.1 (an address of a test
 // network that processes in other network namespaces reach).
 func WithHost(host string) Option { return func(r *Receiver) { r.host = host } }
@@ -79,7 +76,6 @@ func WithHost(host string) Option { return func(r *Receiver) { r.host = host } }
 // Receiver is a running OTLP metrics receiver. Its methods are safe for concurrent use.
 type Receiver struct {
 	dropPayloads bool
-	maxRecv      int
 	host         string
 
 	grpcAddr string
@@ -99,7 +95,7 @@ type Receiver struct {
 
 // New starts a receiver on two free loopback ports.
 func New(opts ...Option) (*Receiver, error) {
-	r := &Receiver{maxRecv: DefaultMaxRecvMsgSize, changed: make(chan struct{}), host: "127.0.0.1"}
+	r := &Receiver{changed: make(chan struct{}), host: "127.0.0.1"}
 	for _, o := range opts {
 		o(r)
 	}
@@ -132,7 +128,7 @@ func Start(tb testing.TB, opts ...Option) *Receiver {
 
 // serve starts both servers on the listeners; r.mu is held.
 func (r *Receiver) serve(gl, hl net.Listener) {
-	r.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(r.maxRecv), grpc.StatsHandler(wireSizes{}))
+	r.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxRecvMsgSize), grpc.StatsHandler(wireSizes{}))
 	colmetricpb.RegisterMetricsServiceServer(r.grpcSrv, &grpcService{r: r})
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/metrics", r.handleHTTP)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"maintsignals/test/otlpreceiver"
+	"maintsignals/test/testenv"
 )
 
 // exporter builds a real OTLP exporter to r, without retries so failures show at once.
@@ -75,12 +76,6 @@ func data(n int) *metricdata.ResourceMetrics {
 	}
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestReceiver_DecodesAndMeasuresEveryExport(t *testing.T) {
 	tests := []struct {
 		protocol string
@@ -95,7 +90,7 @@ func TestReceiver_DecodesAndMeasuresEveryExport(t *testing.T) {
 		t.Run(fmt.Sprintf("%s gzip=%v", tt.protocol, tt.gzip), func(t *testing.T) {
 			r := otlpreceiver.Start(t)
 			exp := exporter(t, r, tt.protocol, tt.gzip)
-			if err := exp.Export(ctxT(t, 5*time.Second), data(200)); err != nil {
+			if err := exp.Export(testenv.Context(t, 5*time.Second), data(200)); err != nil {
 				t.Fatalf("export: %v", err)
 			}
 			exports := r.Exports()
@@ -140,11 +135,11 @@ func TestReceiver_StopFailsExportsUntilRestart(t *testing.T) {
 		t.Run(protocol, func(t *testing.T) {
 			r := otlpreceiver.Start(t)
 			exp := exporter(t, r, protocol, true)
-			if err := exp.Export(ctxT(t, 5*time.Second), data(1)); err != nil {
+			if err := exp.Export(testenv.Context(t, 5*time.Second), data(1)); err != nil {
 				t.Fatalf("export before stop: %v", err)
 			}
 			r.Stop()
-			if err := exp.Export(ctxT(t, time.Second), data(1)); err == nil {
+			if err := exp.Export(testenv.Context(t, time.Second), data(1)); err == nil {
 				t.Fatal("export to a stopped receiver succeeded")
 			}
 			if err := r.Restart(); err != nil {
@@ -153,7 +148,7 @@ func TestReceiver_StopFailsExportsUntilRestart(t *testing.T) {
 			// gRPC reconnects with backoff: allow a few attempts.
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				err := exp.Export(ctxT(t, time.Second), data(1))
+				err := exp.Export(testenv.Context(t, time.Second), data(1))
 				if err == nil {
 					break
 				}
@@ -174,7 +169,7 @@ func TestReceiver_GRPCRefusesRequestsOver4MiB(t *testing.T) {
 	exp := exporter(t, r, otlpreceiver.GRPC, true)
 	// ~75 bytes of attribute value per point: 80k points are well over 4 MiB uncompressed,
 	// though far less once gzipped; the limit applies to the decompressed message.
-	err := exp.Export(ctxT(t, 10*time.Second), data(80000))
+	err := exp.Export(testenv.Context(t, 10*time.Second), data(80000))
 	if err == nil || !strings.Contains(err.Error(), "ResourceExhausted") {
 		t.Fatalf("export of an oversized request: err = %v, want ResourceExhausted", err)
 	}
@@ -190,14 +185,14 @@ func TestReceiver_SlowReceiverTimesOutClient(t *testing.T) {
 			r.SetDelay(2 * time.Second)
 			exp := exporter(t, r, protocol, true)
 			start := time.Now()
-			if err := exp.Export(ctxT(t, 200*time.Millisecond), data(1)); err == nil {
+			if err := exp.Export(testenv.Context(t, 200*time.Millisecond), data(1)); err == nil {
 				t.Fatal("export to a slow receiver met a shorter deadline")
 			}
 			if d := time.Since(start); d > time.Second {
 				t.Errorf("export returned after %s, want about the 200ms deadline", d)
 			}
 			r.SetDelay(0)
-			if err := exp.Export(ctxT(t, 5*time.Second), data(1)); err != nil {
+			if err := exp.Export(testenv.Context(t, 5*time.Second), data(1)); err != nil {
 				t.Fatalf("export after the delay ended: %v", err)
 			}
 		})
@@ -207,7 +202,7 @@ func TestReceiver_SlowReceiverTimesOutClient(t *testing.T) {
 func TestReceiver_AwaitWaitsForAMatchingExport(t *testing.T) {
 	r := otlpreceiver.Start(t)
 	exp := exporter(t, r, otlpreceiver.GRPC, false)
-	if err := exp.Export(ctxT(t, 5*time.Second), data(1)); err != nil {
+	if err := exp.Export(testenv.Context(t, 5*time.Second), data(1)); err != nil {
 		t.Fatal(err)
 	}
 	after := r.Len()
@@ -215,14 +210,14 @@ func TestReceiver_AwaitWaitsForAMatchingExport(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		_ = exp.Export(context.Background(), data(3))
 	}()
-	e, err := r.Await(ctxT(t, 5*time.Second), after, func(e otlpreceiver.Export) bool { return e.Has("test.gauge") })
+	e, err := r.Await(testenv.Context(t, 5*time.Second), after, func(e otlpreceiver.Export) bool { return e.Has("test.gauge") })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Seq != 2 || e.DataPoints != 5 {
 		t.Errorf("awaited export seq %d with %d points, want seq 2 with 5", e.Seq, e.DataPoints)
 	}
-	if _, err := r.Await(ctxT(t, 100*time.Millisecond), e.Seq, nil); err == nil {
+	if _, err := r.Await(testenv.Context(t, 100*time.Millisecond), e.Seq, nil); err == nil {
 		t.Error("Await returned an export that never came")
 	}
 }

@@ -49,19 +49,23 @@ func StartListening(t testing.TB, opts ...Option) *Env {
 	return start(t, embedded.Config{Name: "test-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}, opts...)
 }
 
-func start(t testing.TB, cfg embedded.Config, opts ...Option) *Env {
+// Server starts an embedded server of cfg and stops it when the test ends.
+func Server(t testing.TB, cfg embedded.Config) *embedded.Server {
 	t.Helper()
-	dir := cfg.StoreDir
 	s, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}
 	t.Cleanup(s.Stop)
+	return s
+}
+
+func start(t testing.TB, cfg embedded.Config, opts ...Option) *Env {
+	t.Helper()
+	dir := cfg.StoreDir
+	s := Server(t, cfg)
 	e := &Env{Server: s, Dir: dir, NC: Connect(t, s), Config: provision.Config{Tick: time.Minute}}
-	e.JS, err = jetstream.New(e.NC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.JS = JetStream(t, e.NC)
 	for _, o := range opts {
 		o(&e.Config)
 	}
@@ -121,4 +125,21 @@ func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	return js
+}
+
+// WaitEvents waits until at least n outcome events of the entity key are stored, and returns
+// every one of them, oldest first; the test fails if within passes first.
+func WaitEvents(t testing.TB, js jetstream.JetStream, key string, n int, within time.Duration) []domain.Event {
+	t.Helper()
+	var evs []domain.Event
+	deadline := time.Now().Add(within)
+	for {
+		if evs = Events(t, js, domain.EventSubject(key)); len(evs) >= n {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %s: %d outcome events after %s, want %d", key, len(evs), within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +34,7 @@ import (
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
 	"maintsignals/shared/telemetry"
+	"maintsignals/test/testenv"
 )
 
 // ResourceID is the entity the table changes.
@@ -82,7 +82,7 @@ type Options struct {
 	RunFunctions bool
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testenv.Quiet()
 
 // NewUsers gives the users of natsconf.DefaultUsers fresh keys: the users (public keys) for
 // the server, and each one's seed file by name.
@@ -121,13 +121,6 @@ func Connect(t testing.TB, users []natsconf.User, seeds map[string]string, base 
 	return parties
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func newClient(t *testing.T, p *Party) *client.Client {
 	t.Helper()
 	c, err := client.New(p.NC, quiet)
@@ -151,10 +144,10 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	pcfg := o.Provision
 
 	t.Run("the operator provisions, idempotently", func(t *testing.T) {
-		if _, err := provision.Run(ctxT(t, 30*time.Second), op.JS, pcfg); err != nil {
+		if _, err := provision.Run(testenv.Context(t, 30*time.Second), op.JS, pcfg); err != nil {
 			t.Fatalf("provision: %v", err)
 		}
-		rep, err := provision.Run(ctxT(t, 30*time.Second), op.JS, pcfg)
+		rep, err := provision.Run(testenv.Context(t, 30*time.Second), op.JS, pcfg)
 		if err != nil || rep.Changed() {
 			t.Fatalf("provision again: changed %v, %v", rep.Changed(), err)
 		}
@@ -192,7 +185,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 				{Name: "roles", URL: hookSrv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}})
 		}()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, err := op.JS.Consumer(ctxT(t, time.Second), domain.WebhookStream, domain.WebhookConsumer("roles")); err == nil {
+			if _, err := op.JS.Consumer(testenv.Context(t, time.Second), domain.WebhookStream, domain.WebhookConsumer("roles")); err == nil {
 				break
 			}
 			select {
@@ -221,7 +214,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 
 	t.Run("the admin sends a command and reads the record and the events", func(t *testing.T) {
 		c := newClient(t, admin)
-		ctx := ctxT(t, 20*time.Second)
+		ctx := testenv.Context(t, 20*time.Second)
 		w, err := c.Watch(ctx, client.WatchOptions{ResourceID: ResourceID})
 		if err != nil {
 			t.Fatal(err)
@@ -243,7 +236,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	})
 
 	t.Run("the updater reports the outcome of an update", func(t *testing.T) {
-		ctx := ctxT(t, 20*time.Second)
+		ctx := testenv.Context(t, 20*time.Second)
 		if _, err := newClient(t, admin).Send(ctx, cmd("c-2", domain.TaskEverything)); err != nil {
 			t.Fatalf("start: %v", err)
 		}
@@ -255,7 +248,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 
 	t.Run("the reader reads the record and the events", func(t *testing.T) {
 		c := newClient(t, reader)
-		ctx := ctxT(t, 10*time.Second)
+		ctx := testenv.Context(t, 10*time.Second)
 		if e, err := c.Get(ctx, ResourceID); err != nil || e.Record.LastCommandID != "c-3" {
 			t.Errorf("get: %+v, %v", e, err)
 		}
@@ -275,7 +268,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	})
 
 	t.Run("a function dead-letters a command and the admin replays it", func(t *testing.T) {
-		ctx := ctxT(t, 20*time.Second)
+		ctx := testenv.Context(t, 20*time.Second)
 		body, err := cmd("d-1", domain.TaskCustomerActionNeeded).Encode()
 		if err != nil {
 			t.Fatal(err)
@@ -308,7 +301,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 
 	if o.RunFunctions {
 		t.Run("the webhook function delivers the events", func(t *testing.T) {
-			ctx := ctxT(t, 10*time.Second)
+			ctx := testenv.Context(t, 10*time.Second)
 			for hooks.Load() < 4 && ctx.Err() == nil {
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -319,7 +312,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	}
 
 	t.Run("the functions acknowledge what they handle", func(t *testing.T) {
-		ctx := ctxT(t, 15*time.Second)
+		ctx := testenv.Context(t, 15*time.Second)
 		var delivered uint64
 		for i := 0; i < provision.DefaultConfig().Partitions; i++ {
 			// An ack reaches the consumer's state a moment after the outcome is out: ask again
@@ -347,7 +340,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	})
 
 	t.Run("the notices function publishes a reminder that the admin watches and the reader lists", func(t *testing.T) {
-		ctx := ctxT(t, 20*time.Second)
+		ctx := testenv.Context(t, 20*time.Second)
 		id := ResourceID + "-notices"
 		w, err := newClient(t, admin).WatchNotices(ctx, client.WatchOptions{ResourceID: id})
 		if err != nil {
@@ -477,7 +470,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		for _, name := range d.by {
 			t.Run(name+" may not "+d.action, func(t *testing.T) {
 				start := time.Now()
-				err := d.do(ctxT(t, 10*time.Second), p[name])
+				err := d.do(testenv.Context(t, 10*time.Second), p[name])
 				if !errors.Is(err, natsconn.ErrPermissionDenied) {
 					t.Fatalf("%v, want ErrPermissionDenied", err)
 				}
@@ -489,7 +482,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	}
 
 	t.Run("the denied actions changed nothing", func(t *testing.T) {
-		ctx := ctxT(t, 10*time.Second)
+		ctx := testenv.Context(t, 10*time.Second)
 		for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
 			if _, err := op.JS.Stream(ctx, name); err != nil {
 				t.Errorf("stream %s: %v", name, err)
@@ -517,7 +510,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	})
 
 	t.Run("the operator may create, update, purge and delete streams", func(t *testing.T) {
-		ctx := ctxT(t, 10*time.Second)
+		ctx := testenv.Context(t, 10*time.Second)
 		cfg := jetstream.StreamConfig{Name: "SCRATCH", Subjects: []string{"scratch.>"}}
 		s, err := op.JS.CreateStream(ctx, cfg)
 		if err != nil {
@@ -538,7 +531,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 
 func consumerInfo(t *testing.T, op *Party, stream, name string) *jetstream.ConsumerInfo {
 	t.Helper()
-	ctx := ctxT(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	c, err := op.JS.Consumer(ctx, stream, name)
 	if err != nil {
 		t.Fatalf("consumer %s/%s: %v", stream, name, err)
@@ -552,7 +545,7 @@ func consumerInfo(t *testing.T, op *Party, stream, name string) *jetstream.Consu
 
 func streamConfig(t *testing.T, op *Party, name string) jetstream.StreamConfig {
 	t.Helper()
-	s, err := op.JS.Stream(ctxT(t, 5*time.Second), name)
+	s, err := op.JS.Stream(testenv.Context(t, 5*time.Second), name)
 	if err != nil {
 		t.Fatalf("stream %s: %v", name, err)
 	}

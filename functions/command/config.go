@@ -1,0 +1,95 @@
+package command
+
+import (
+	"cmp"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
+	"maintsignals/shared/signing"
+)
+
+// Config configures a replica of the command function. Zero fields take the defaults.
+type Config struct {
+	// MaxDeliver is the delivery budget before a command is dead-lettered; it matches
+	// provisioning (domain.DefaultMaxDeliver unless set otherwise there).
+	MaxDeliver int
+	Log        *slog.Logger
+	// Meters provides the function's meters (its own metrics under scopeName, the handler
+	// metrics under the runtime's scope); nil: no metrics.
+	Meters metric.MeterProvider
+
+	// Auth checks command signatures (nil: unsigned commands are accepted): a *signing.Policy,
+	// or a *signing.Watched that follows its signers file.
+	Auth Authority
+	// MaxCommandAge is how long after issuedAt a signed command is accepted, by the time the
+	// stream stored it; zero takes DefaultMaxCommandAge.
+	MaxCommandAge time.Duration
+	// EntityRate and EntityBurst limit how often one entity's record changes (commands per
+	// second by their stored times, and the burst); a command over it is refused without
+	// touching the bucket. Zero takes the defaults; a negative rate admits everything.
+	EntityRate  float64
+	EntityBurst int
+	// MinNotice is the notice policy: a Pending whose window starts sooner than this after
+	// the command was stored is refused unless forced; 0: no minimum.
+	MinNotice time.Duration
+
+	// Records and Events replace the bucket and the event publisher (fault injection in tests).
+	Records Records
+	Events  Publisher
+}
+
+// Default per-entity admission: far above what maintenance of one cluster needs, far below a
+// flood.
+const (
+	DefaultEntityRate  = 20
+	DefaultEntityBurst = 200
+)
+
+// DefaultMaxCommandAge bounds how long a captured signed command could be replayed.
+const DefaultMaxCommandAge = 15 * time.Minute
+
+// A replica's concurrency (commands of different entities of one partition at once) and the
+// records it remembers from its own writes (see cache).
+const (
+	concurrency = 16
+	cacheSize   = 16384
+)
+
+// scopeName is the instrumentation scope of the command function's own metrics.
+const scopeName = "maintsignals/functions/command"
+
+// ErrInvalidConfig is wrapped by configuration errors.
+var ErrInvalidConfig = errors.New("invalid command config")
+
+// Authority checks command signatures.
+type Authority interface {
+	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
+	Authorize(s *signing.Signer, t domain.Task) *domain.Rejection
+	Requires() bool
+}
+
+// withDefaults fills zero fields and validates the result.
+func (c Config) withDefaults() (Config, error) {
+	if err := cmp.Or(
+		function.NotNegative(ErrInvalidConfig, "MaxDeliver", c.MaxDeliver),
+		function.NotNegative(ErrInvalidConfig, "MaxCommandAge", c.MaxCommandAge),
+		function.NotNegative(ErrInvalidConfig, "EntityBurst", c.EntityBurst),
+		function.NotNegative(ErrInvalidConfig, "MinNotice", c.MinNotice),
+	); err != nil {
+		return c, err
+	}
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, domain.DefaultMaxDeliver)
+	c.Log = cmp.Or(c.Log, slog.Default())
+	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
+	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)
+	c.EntityRate = cmp.Or(c.EntityRate, DefaultEntityRate)
+	c.EntityBurst = cmp.Or(c.EntityBurst, DefaultEntityBurst)
+	return c, nil
+}
