@@ -141,7 +141,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Deliverer, e
 		return nil, err
 	}
 	if _, err := js.Stream(ctx, domain.WebhookStream); err != nil {
-		return nil, fmt.Errorf("webhook function: stream %s: %w (run `maintctl provision`)", domain.WebhookStream, err)
+		return nil, fmt.Errorf("webhook function: the webhook feed, stream %s: %w (run `maintctl provision --webhooks`)", domain.WebhookStream, err)
 	}
 	d := &Deliverer{cfg: cfg, subs: map[string]*subscriber{}}
 	for i := range cfg.Subscriptions {

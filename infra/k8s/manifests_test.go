@@ -285,6 +285,7 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 		}
 		c.Tick = d
 	}
+	c.Webhooks = slices.Contains(args, "--webhooks")
 	return c
 }
 
@@ -383,6 +384,10 @@ func checkPods(t *testing.T, r *rendered) {
 	t.Helper()
 	if len(r.deployments) != 4 || r.deployments["maint-command"] == nil || r.deployments["maint-emitter"] == nil || r.deployments["maint-notices"] == nil || r.deployments["maint-webhook"] == nil {
 		t.Fatalf("deployments %v, want maint-command, maint-emitter, maint-notices and maint-webhook", slices.Sorted(mapsKeys(r.deployments)))
+	}
+	// The webhook function reads the webhook feed, which provisioning makes only when asked.
+	if !provisionConfig(t, r).Webhooks {
+		t.Errorf("overlays/%s: the webhook function is deployed but the provisioning Job runs without --webhooks", r.name)
 	}
 	type pod struct {
 		name string

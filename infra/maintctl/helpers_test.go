@@ -51,7 +51,7 @@ func startStack(t *testing.T, o stackOpts) *stack {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := provision.Run(ctx, js, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
+	if _, err := provision.Run(ctx, js, provision.Config{Tick: time.Minute, Partitions: 2, Webhooks: true}); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	if !o.noFunction {

@@ -99,13 +99,15 @@ func (a *app) provisionCommand() *cobra.Command {
 		replicas, partitions, inFlight int
 		eventsMaxAge                   time.Duration
 		tick                           time.Duration
+		webhooks                       bool
 	)
 	c := &cobra.Command{
 		Use:   "provision [flags]",
 		Short: "Create or update the streams, bucket, consumers and tick schedule",
 		Long: `Create or update, idempotently, everything the functions need on the NATS server at
---server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_DLQ and MAINT_SCHEDULE, the bucket
-maintenance, the durable consumers and the tick schedule. Prints what it created, updated or
+--server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_NOTICES, MAINT_DLQ and MAINT_SCHEDULE,
+the bucket maintenance, the durable consumers and the tick schedule; with --webhooks, also the
+webhook feed MAINT_WEBHOOK (a copy of every event and notice, for the webhook function). Prints what it created, updated or
 left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
 an existing stream, such as the partition count, is reported as failed).`,
 		Example: "  maintctl provision\n  maintctl provision --server nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3 --tick 1m",
@@ -122,7 +124,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 			// A user that may not provision fails at once instead of waiting for the timeout.
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
-				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge})
+				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks})
 				return err
 			})
 			if rep != nil {
@@ -153,6 +155,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 	c.Flags().IntVar(&inFlight, "in-flight", d.InFlight, inFlightUsage)
 	c.Flags().DurationVar(&eventsMaxAge, "events-retention", d.EventsMaxAge, "how long outcome events (the audit history) are kept")
 	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
+	c.Flags().BoolVar(&webhooks, "webhooks", false, "also the webhook feed MAINT_WEBHOOK, for the webhook function (it copies every event and notice: one more write each)")
 	return c
 }
 

@@ -175,7 +175,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge})
+	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.emit.subscriptions != ""})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {

@@ -49,6 +49,11 @@ type Config struct {
 	InFlight int
 	// Storage of streams and bucket.
 	Storage jetstream.StorageType
+	// Webhooks provisions the webhook feed, MAINT_WEBHOOK, which the webhook function reads: it
+	// copies every outcome event and notice, one more stored (and, synced, one more disk)
+	// write each, so it is there only where webhooks are delivered. Off, the stream is not
+	// created, and one that exists is left as it is.
+	Webhooks bool
 }
 
 // DefaultConfig is what `maintctl provision` does without flags.
@@ -159,7 +164,7 @@ func (r Report) Changed() bool {
 
 // Streams returns the stream configurations of the contract.
 func Streams(c Config) []jetstream.StreamConfig {
-	return []jetstream.StreamConfig{
+	streams := []jetstream.StreamConfig{
 		{
 			Name:        domain.CommandsStream,
 			Description: "Maintenance-signal admin and outcome commands (audit, replay)",
@@ -205,17 +210,6 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Replicas:    c.Replicas,
 		},
 		{
-			Name:        domain.WebhookStream,
-			Description: "Maintenance-signal webhook feed: the events and notices, and deliveries sent again from the dead letters",
-			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
-			// The notices are added in Run when their stream exists.
-			Sources:   []*jetstream.StreamSource{{Name: domain.EventsStream}},
-			Retention: jetstream.LimitsPolicy,
-			MaxAge:    c.DLQMaxAge,
-			Storage:   c.Storage,
-			Replicas:  c.Replicas,
-		},
-		{
 			Name:              domain.ScheduleStream,
 			Description:       "Maintenance-signal emit schedule and its ticks",
 			Subjects:          []string{domain.ScheduleSubject, domain.TickSubject},
@@ -228,6 +222,20 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Replicas:          c.Replicas,
 		},
 	}
+	if c.Webhooks {
+		streams = append(streams, jetstream.StreamConfig{
+			Name:        domain.WebhookStream,
+			Description: "Maintenance-signal webhook feed: the events and notices, and deliveries sent again from the dead letters",
+			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
+			// The notices are added in Run when their stream exists.
+			Sources:   []*jetstream.StreamSource{{Name: domain.EventsStream}},
+			Retention: jetstream.LimitsPolicy,
+			MaxAge:    c.DLQMaxAge,
+			Storage:   c.Storage,
+			Replicas:  c.Replicas,
+		})
+	}
+	return streams
 }
 
 // Bucket returns the KV bucket configuration.

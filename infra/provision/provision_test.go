@@ -3,12 +3,14 @@ package provision_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"maintsignals/functions/webhook"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
@@ -165,4 +167,57 @@ func TestRun_RefusesAnotherPartitionCount(t *testing.T) {
 	if _, err := env.JS.Consumer(context.Background(), domain.CommandsStream, domain.CommandConsumer(7)); err == nil {
 		t.Fatal("consumers for the new partitions were created anyway")
 	}
+}
+
+// The webhook feed copies every event (one more write each), so it exists only where asked
+// for; once there, provisioning without the flag leaves it alone, and a webhook function
+// without it refuses to start, saying how to make it.
+func TestRun_WebhookFeedOnlyWhenAsked(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Webhooks = false }))
+	ctx := testenv.Context(t, time.Minute)
+	if _, err := env.JS.Stream(ctx, domain.WebhookStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("provisioned without webhooks: stream %s: %v, want not found", domain.WebhookStream, err)
+	}
+	_, err := webhook.New(ctx, env.JS, webhook.Config{Subscriptions: []webhook.Subscription{mustSubscription(t)}})
+	if err == nil || !strings.Contains(err.Error(), "provision --webhooks") {
+		t.Fatalf("webhook function without its feed: %v, want advice to provision --webhooks", err)
+	}
+
+	cfg := env.Config
+	cfg.Webhooks = true
+	if _, err := provision.Run(ctx, env.JS, cfg); err != nil {
+		t.Fatal(err)
+	}
+	feed, err := env.JS.Stream(ctx, domain.WebhookStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, s := range feed.CachedInfo().Config.Sources {
+		sources = append(sources, s.Name)
+	}
+	if !slices.Contains(sources, domain.EventsStream) || !slices.Contains(sources, domain.NoticesStream) {
+		t.Errorf("the feed sources %v, want the events and the notices", sources)
+	}
+
+	cfg.Webhooks = false
+	rep, err := provision.Run(ctx, env.JS, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Changed() {
+		t.Errorf("provisioning again without --webhooks changed something:\n%v", rep)
+	}
+	if _, err := env.JS.Stream(ctx, domain.WebhookStream); err != nil {
+		t.Errorf("provisioning without --webhooks removed the feed: %v", err)
+	}
+}
+
+func mustSubscription(t *testing.T) webhook.Subscription {
+	t.Helper()
+	subs, err := webhook.Parse([]byte(`[{"name":"crm","url":"http://127.0.0.1:1/hook","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return subs[0]
 }

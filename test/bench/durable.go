@@ -27,10 +27,11 @@ type durable struct {
 
 func (d durable) ratio() float64 { return d.command / d.raw }
 
-// benchDurable measures one topology: replicas is 1 (one embedded node) or 3 (three).
-func benchDurable(ctx context.Context, s sizes, replicas int, out io.Writer) (durable, error) {
+// benchDurable measures one topology: replicas is 1 (one embedded node) or 3 (three);
+// webhooks provisions the webhook feed too (a copy of every outcome: one more write each).
+func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, out io.Writer) (durable, error) {
 	var d durable
-	srv, err := startDurable(ctx, replicas)
+	srv, err := startDurable(ctx, replicas, webhooks)
 	if err != nil {
 		return d, err
 	}
@@ -59,8 +60,12 @@ func benchDurable(ctx context.Context, s sizes, replicas int, out io.Writer) (du
 	if d.p50, d.p99, err = commandLatency(ctx, srv.nc, s.durableRate, s.latencyFor, s.keys); err != nil {
 		return d, fmt.Errorf("latency: %w", err)
 	}
-	fmt.Fprintf(out, "durable R%d (sync always): raw kv get+update, 4 workers: %.0f ops/s; command function: %.0f commands/s (%.2f of raw), %.1f stored messages per command; latency at %d/s: p50 %.1f ms, p99 %.1f ms\n",
-		replicas, d.raw, d.command, d.ratio(), d.writes, s.durableRate, ms(d.p50), ms(d.p99))
+	feed := ""
+	if webhooks {
+		feed = " with the webhook feed"
+	}
+	fmt.Fprintf(out, "durable R%d%s (sync always): raw kv get+update, 4 workers: %.0f ops/s; command function: %.0f commands/s (%.2f of raw), %.1f stored messages per command; latency at %d/s: p50 %.1f ms, p99 %.1f ms\n",
+		replicas, feed, d.raw, d.command, d.ratio(), d.writes, s.durableRate, ms(d.p50), ms(d.p99))
 	return d, nil
 }
 
@@ -77,7 +82,7 @@ func storedMessages(ctx context.Context, js jetstream.JetStream) (uint64, error)
 
 // startDurable starts a provisioned synced topology: one node for R1, three for R3. Clients
 // connect over loopback TCP, as deployed functions do.
-func startDurable(ctx context.Context, replicas int) (*server, error) {
+func startDurable(ctx context.Context, replicas int, webhooks bool) (*server, error) {
 	dir, err := os.MkdirTemp("", "maint-bench-durable-")
 	if err != nil {
 		return nil, err
@@ -107,7 +112,7 @@ func startDurable(ctx context.Context, replicas int) (*server, error) {
 		return nil, err
 	}
 	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Replicas: replicas}); err != nil {
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Replicas: replicas, Webhooks: webhooks}); err != nil {
 		nc.Close()
 		stop()
 		return nil, err

@@ -117,11 +117,14 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	r1, err := benchDurable(ctx, s, 1, out)
+	r1, err := benchDurable(ctx, s, 1, false, out)
 	if err != nil {
 		return fmt.Errorf("durable R1: %w", err)
 	}
-	r3, err := benchDurable(ctx, s, 3, out)
+	if _, err := benchDurable(ctx, s, 1, true, out); err != nil {
+		return fmt.Errorf("durable R1 with the webhook feed: %w", err)
+	}
+	r3, err := benchDurable(ctx, s, 3, false, out)
 	if err != nil {
 		return fmt.Errorf("durable R3: %w", err)
 	}
@@ -250,7 +253,7 @@ func startServer(ctx context.Context, syncAlways bool) (*server, error) {
 		return nil, err
 	}
 	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Webhooks: true}); err != nil {
 		nc.Close()
 		stop()
 		return nil, err

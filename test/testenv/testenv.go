@@ -64,7 +64,7 @@ func start(t testing.TB, cfg embedded.Config, opts ...Option) *Env {
 	t.Helper()
 	dir := cfg.StoreDir
 	s := Server(t, cfg)
-	e := &Env{Server: s, Dir: dir, NC: Connect(t, s), Config: provision.Config{Tick: time.Minute}}
+	e := &Env{Server: s, Dir: dir, NC: Connect(t, s), Config: provision.Config{Tick: time.Minute, Webhooks: true}}
 	e.JS = JetStream(t, e.NC)
 	for _, o := range opts {
 		o(&e.Config)

@@ -142,6 +142,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	op, admin, updater, reader := p["operator"], p["admin"], p["updater"], p["reader"]
 	key := domain.MustKey(ResourceID)
 	pcfg := o.Provision
+	pcfg.Webhooks = true // the webhook function's role is checked on its feed
 
 	t.Run("the operator provisions, idempotently", func(t *testing.T) {
 		if _, err := provision.Run(testenv.Context(t, 30*time.Second), op.JS, pcfg); err != nil {
@@ -424,7 +425,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			return err
 		})},
 		{"provision", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
-			_, err := provision.Run(ctx, js, provision.Config{Tick: time.Second, EventsMaxAge: time.Hour, Replicas: o.Provision.Replicas})
+			_, err := provision.Run(ctx, js, provision.Config{Tick: time.Second, EventsMaxAge: time.Hour, Replicas: o.Provision.Replicas, Webhooks: true})
 			return err
 		})},
 		{"create a stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
