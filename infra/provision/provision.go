@@ -337,11 +337,7 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		if failed[sc.Stream] {
 			continue // its stream is not as it should be: the report says why
 		}
-		ch := ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig)
-		rep = append(rep, ch)
-		if ch.Action != Failed && c.Replicas > 1 {
-			rep = append(rep, alignLeader(ctx, js, sc.Stream, sc.ConsumerConfig.Durable))
-		}
+		rep = append(rep, ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig))
 	}
 	rep = append(rep, ensureSchedule(ctx, js, c.Tick))
 	return rep, rep.Err()

@@ -36,26 +36,15 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 	var mu sync.Mutex
 	var order []uint64
 	gate := make(chan struct{})
-	r := &runner{log: slog.New(slog.DiscardHandler)}
-	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 1, MaxDeliver: 10,
-		KeyOf: func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
-		Handler: func(_ context.Context, m Message) error {
-			if m.Seq == 5 {
-				<-gate
-			}
-			mu.Lock()
-			order = append(order, m.Seq)
-			mu.Unlock()
-			return nil
-		}}
-	if err := r.cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if r.metrics, err = newMetrics(r.cfg.Meters.Meter(MeterScope)); err != nil {
-		t.Fatal(err)
-	}
-	k := &keyed{r: r, name: "p", ctx: context.Background(), ackWait: time.Minute, held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
+	k := serverlessKeyed(t, 1, time.Minute, func(_ context.Context, m Message) error {
+		if m.Seq == 5 {
+			<-gate
+		}
+		mu.Lock()
+		order = append(order, m.Seq)
+		mu.Unlock()
+		return nil
+	})
 	add := func(key string, seq uint64) {
 		raw := &heldMsg{subject: "t." + key, seq: seq}
 		e := k.entry(raw)
@@ -90,32 +79,22 @@ func TestKeyedQueues_LateLowerSequenceGoesFirstAndEachRunsOnce(t *testing.T) {
 func TestKeyed_GivenUpMessageIsNotOvertakenByANewerOneOfItsKey(t *testing.T) {
 	var mu sync.Mutex
 	var ran []uint64
-	r := &runner{log: slog.New(slog.DiscardHandler)}
-	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: 4, MaxDeliver: 10,
-		KeyOf: func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
-		Handler: func(ctx context.Context, m Message) error {
-			mu.Lock()
-			ran = append(ran, m.Seq)
-			mu.Unlock()
-			if m.Seq == 10 {
-				// Works past its lease (no keep-alive is answered here), then checks before
-				// committing, as the command function does.
-				time.Sleep(60 * time.Millisecond)
-				return Holding(ctx)
-			}
-			return nil
-		}}
-	if err := r.cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if r.metrics, err = newMetrics(r.cfg.Meters.Meter(MeterScope)); err != nil {
-		t.Fatal(err)
-	}
+	k := serverlessKeyed(t, 4, 40*time.Millisecond, func(ctx context.Context, m Message) error {
+		mu.Lock()
+		ran = append(ran, m.Seq)
+		mu.Unlock()
+		if m.Seq == 10 {
+			// Works past its lease (no keep-alive is answered here), then checks before
+			// committing, as the command function does.
+			time.Sleep(60 * time.Millisecond)
+			return Holding(ctx)
+		}
+		return nil
+	})
+	k.pin = "pin-1"
 	// checking: the fence's check against the server is not started (there is no server); a
 	// fenced message stays fenced, which is what the test looks for.
-	k := &keyed{r: r, name: "p", ctx: context.Background(), ackWait: 40 * time.Millisecond, pin: "pin-1", checking: true,
-		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
+	k.checking = true
 	k.receive(&heldMsg{subject: "t.x", seq: 10, pin: "pin-1"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -132,4 +111,23 @@ func TestKeyed_GivenUpMessageIsNotOvertakenByANewerOneOfItsKey(t *testing.T) {
 	}
 	close(k.stop)
 	k.wg.Wait()
+}
+
+// serverlessKeyed is a keyed consumer driven without a server: messages go in through receive
+// or admitLocked, handlers run for real, settling does nothing.
+func serverlessKeyed(t *testing.T, concurrency int, ackWait time.Duration, h Handler) *keyed {
+	t.Helper()
+	r := &runner{log: slog.New(slog.DiscardHandler)}
+	r.cfg = Config{Name: "f", Stream: "T", Consumers: []string{"p"}, Concurrency: concurrency, MaxDeliver: 10,
+		KeyOf:   func(m Message) string { return strings.TrimPrefix(m.Subject, "t.") },
+		Handler: h}
+	if err := r.cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if r.metrics, err = newMetrics(r.cfg.Meters.Meter(MeterScope)); err != nil {
+		t.Fatal(err)
+	}
+	return &keyed{r: r, name: "p", ctx: context.Background(), ackWait: ackWait,
+		held: map[uint64]*keyedEntry{}, queues: map[string][]*keyedEntry{}, idle: make(chan struct{}), stop: make(chan struct{})}
 }
