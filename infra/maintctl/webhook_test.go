@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,3 +112,50 @@ func TestFunctionWebhook_NeedsValidSubscriptions(t *testing.T) {
 		t.Fatalf("bad secret: %v", r.err)
 	}
 }
+
+// `up --subscriptions FILE` provisions the webhook feed and delivers a command's outcome; `up`
+// without subscriptions provisions no feed (it would cost a write per outcome for nothing).
+func TestUp_SubscriptionsBringTheWebhookFeed(t *testing.T) {
+	got := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got <- r.Header.Get("ce-type")
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "subscriptions.json")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`[{"name":"crm","url":%q,"secret":%q}]`, srv.URL, webhookSecret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t, nil)
+	u := startUpInProcess(t, c, 30*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--subscriptions", file)
+	if !feedCreated.MatchString(u.out.String()) {
+		t.Errorf("up with subscriptions did not provision the webhook feed:\n%s", u.out)
+	}
+	m := listenRE.FindStringSubmatch(u.out.String())
+	if m == nil {
+		t.Fatalf("up did not print where it listens:\n%s", u.out)
+	}
+	c.env["NATS_URL"] = m[1]
+	c.ok("pending", testID)
+	select {
+	case typ := <-got:
+		if typ != domain.OutcomeCEType(domain.OutcomeApplied) {
+			t.Errorf("delivered %q, want the applied outcome", typ)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no delivery within 20 s")
+	}
+	if r := u.stop(); r.err != nil {
+		t.Fatal(r.err)
+	}
+
+	u = startUpInProcess(t, c, 30*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "")
+	if feedCreated.MatchString(u.out.String()) {
+		t.Errorf("up without subscriptions provisioned the webhook feed:\n%s", u.out)
+	}
+	if r := u.stop(); r.err != nil {
+		t.Fatal(r.err)
+	}
+}
+
+var feedCreated = regexp.MustCompile(`stream\s+` + domain.WebhookStream + `\s+created`)
