@@ -76,10 +76,15 @@ cluster {
 	}
 	nc := c.Connect(t)
 	js := testenv.JetStream(t, nc)
+	// Ready when a stream can be placed on every node: a meta leader that answers may not know
+	// all its peers yet, and provisioning would then fail with "no suitable peers".
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "READY_PROBE", Subjects: []string{"ready.probe"}, Storage: jetstream.MemoryStorage, Replicas: size})
+		if err == nil {
+			err = js.DeleteStream(ctx, "READY_PROBE")
+		}
 		cancel()
 		if err == nil {
 			break
