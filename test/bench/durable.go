@@ -4,14 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"maintsignals/infra/provision"
-	"maintsignals/shared/embedded"
 )
 
 // durable is what users run: every write synced to disk before it is acknowledged
@@ -31,7 +26,7 @@ func (d durable) ratio() float64 { return d.command / d.raw }
 // webhooks provisions the webhook feed too (a copy of every outcome: one more write each).
 func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, out io.Writer) (durable, error) {
 	var d durable
-	srv, err := startDurable(ctx, replicas, webhooks)
+	srv, err := startServer(ctx, topology{replicas: replicas, syncAlways: true, webhooks: webhooks})
 	if err != nil {
 		return d, err
 	}
@@ -78,44 +73,4 @@ func storedMessages(ctx context.Context, js jetstream.JetStream) (uint64, error)
 		n += info.State.LastSeq
 	}
 	return n, l.Err()
-}
-
-// startDurable starts a provisioned synced topology: one node for R1, three for R3. Clients
-// connect over loopback TCP, as deployed functions do.
-func startDurable(ctx context.Context, replicas int, webhooks bool) (*server, error) {
-	dir, err := os.MkdirTemp("", "maint-bench-durable-")
-	if err != nil {
-		return nil, err
-	}
-	var urls string
-	var stopServers func()
-	if replicas == 1 {
-		srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: true})
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		urls, stopServers = srv.URL(), srv.Stop
-	} else {
-		c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{Nodes: replicas, StoreDir: dir, SyncAlways: true})
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		urls, stopServers = c.URLs(), c.Stop
-	}
-	connect := func() (*nats.Conn, error) { return nats.Connect(urls) }
-	stop := func() { stopServers(); os.RemoveAll(dir) }
-	nc, err := connect()
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Replicas: replicas, Webhooks: webhooks}); err != nil {
-		nc.Close()
-		stop()
-		return nil, err
-	}
-	return &server{nc: nc, js: js, connect: connect, stop: func() { nc.Close(); stop() }}, nil
 }

@@ -83,7 +83,7 @@ var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 1
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	srv, err := startServer(ctx, false)
+	srv, err := startServer(ctx, topology{replicas: 1, webhooks: true})
 	if err != nil {
 		return err
 	}
@@ -233,27 +233,46 @@ type server struct {
 	stop    func()
 }
 
-// startServer starts a provisioned embedded server on a loopback port: clients connect over
-// TCP, as deployed functions do.
-func startServer(ctx context.Context, syncAlways bool) (*server, error) {
+// topology is what a part of the bench runs on.
+type topology struct {
+	replicas   int  // 1: one embedded node; more: a loopback cluster of that many, every stream replicated
+	syncAlways bool // every write synced before it is acknowledged
+	webhooks   bool // the webhook feed provisioned too
+}
+
+// startServer starts a provisioned topology on loopback ports: clients connect over TCP, as
+// deployed functions do.
+func startServer(ctx context.Context, t topology) (*server, error) {
 	dir, err := os.MkdirTemp("", "maint-bench-")
 	if err != nil {
 		return nil, err
 	}
-	srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: syncAlways})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	var urls string
+	var stopServers func()
+	if t.replicas == 1 {
+		srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", SyncAlways: t.syncAlways})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		urls, stopServers = srv.URL(), srv.Stop
+	} else {
+		c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{Nodes: t.replicas, StoreDir: dir, SyncAlways: t.syncAlways})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		urls, stopServers = c.URLs(), c.Stop
 	}
-	connect := func() (*nats.Conn, error) { return nats.Connect(srv.URL()) }
-	stop := func() { srv.Stop(); os.RemoveAll(dir) }
+	connect := func() (*nats.Conn, error) { return nats.Connect(urls) }
+	stop := func() { stopServers(); os.RemoveAll(dir) }
 	nc, err := connect()
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Webhooks: true}); err != nil {
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions, Replicas: t.replicas, Webhooks: t.webhooks}); err != nil {
 		nc.Close()
 		stop()
 		return nil, err
