@@ -227,12 +227,11 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Name:        domain.WebhookStream,
 			Description: "Maintenance-signal webhook feed: the events and notices, and deliveries sent again from the dead letters",
 			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
-			// The notices are added in Run when their stream exists.
-			Sources:   []*jetstream.StreamSource{{Name: domain.EventsStream}},
-			Retention: jetstream.LimitsPolicy,
-			MaxAge:    c.DLQMaxAge,
-			Storage:   c.Storage,
-			Replicas:  c.Replicas,
+			Sources:     []*jetstream.StreamSource{{Name: domain.EventsStream}, {Name: domain.NoticesStream}},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.DLQMaxAge,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
 		})
 	}
 	return streams
@@ -318,16 +317,7 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 	}
 	var rep Report
 	failed := map[string]bool{}
-	streams := Streams(c)
-	for _, sc := range streams {
-		if sc.Name == domain.WebhookStream {
-			// The webhook feed takes the notices too when their stream is provisioned here or
-			// exists already (whatever the order of the streams).
-			_, err := js.Stream(ctx, domain.NoticesStream)
-			if err == nil || slices.ContainsFunc(streams, func(s jetstream.StreamConfig) bool { return s.Name == domain.NoticesStream }) {
-				sc.Sources = append(sc.Sources, &jetstream.StreamSource{Name: domain.NoticesStream})
-			}
-		}
+	for _, sc := range Streams(c) {
 		ch := ensureStream(ctx, js, sc)
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
