@@ -68,12 +68,16 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 	if err != nil {
 		return nil, err
 	}
+	events, err := js.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		return nil, fmt.Errorf("command function: stream %s: %w (run `maintctl provision`)", domain.EventsStream, err)
+	}
 	if cfg.Auth == nil || !cfg.Auth.Requires() {
 		cfg.Log.Warn("commands are accepted unsigned: anyone who may publish commands can change any signal; run with --signers FILE --require-signatures in production")
 	}
 	d := &Applier{
 		records: cfg.Records, events: cfg.Events, metrics: m, log: cfg.Log.With("function", "command"),
-		now: time.Now, auth: cfg.Auth, answers: lastEvents{js},
+		now: time.Now, auth: cfg.Auth, answers: lastEvents{events},
 		rules: settings{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
 		cache: newCache(cacheSize),
 
@@ -136,14 +140,10 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 }
 
 // lastEvents reads the last outcome event of an entity from the events stream.
-type lastEvents struct{ js jetstream.JetStream }
+type lastEvents struct{ stream jetstream.Stream }
 
 func (l lastEvents) LastEvent(ctx context.Context, key string) (domain.Event, bool, error) {
-	s, err := l.js.Stream(ctx, domain.EventsStream)
-	if err != nil {
-		return domain.Event{}, false, err
-	}
-	m, err := s.GetLastMsgForSubject(ctx, domain.EventSubject(key))
+	m, err := l.stream.GetLastMsgForSubject(ctx, domain.EventSubject(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return domain.Event{}, false, nil
 	}
