@@ -115,7 +115,8 @@ func (k *keyed) receive(raw jetstream.Msg) {
 		// The first message on a new connection. Messages the server sent on the old one may
 		// never have arrived: they come back only after their ack wait, while newer ones of
 		// their keys come now. Fence, as for a new pin, until they are back in hand.
-		k.conn, k.pin = e.conn, ""
+		k.conn = e.conn
+		k.fenceNextLocked()
 	}
 
 	k.held[msg.Seq] = e
@@ -186,10 +187,8 @@ func (k *keyed) run(e *keyedEntry) {
 	delete(k.held, e.msg.Seq)
 	if !settled {
 		// Shutting down, or the message was given up (its lease lost): everything of its key
-		// behind it goes back to the server too. The given-up message comes back only after its
-		// ack wait, and newer messages of its key may come before it under the same pin and
-		// connection: fence whatever comes from here on, so that none of them overtakes it.
-		k.pin = ""
+		// behind it goes back to the server too.
+		k.fenceNextLocked()
 		for _, w := range q {
 			delete(k.held, w.msg.Seq)
 		}
@@ -213,6 +212,11 @@ func (k *keyed) run(e *keyedEntry) {
 	}
 	k.signalIdleLocked()
 }
+
+// fenceNextLocked fences whatever comes from here on, as for a new pin: a message given up
+// comes back only after its ack wait, while newer messages of its key may come at once under
+// the same pin and connection; fenced, they run only with it back in hand, in stream order.
+func (k *keyed) fenceNextLocked() { k.pin = "" }
 
 func (k *keyed) signalIdleLocked() {
 	if len(k.held) == 0 {

@@ -186,10 +186,7 @@ func (k *keyed) abandon(match func(*keyedEntry) bool, cause error) {
 	}
 	k.ready = slices.DeleteFunc(k.ready, drop)
 	k.fenced = slices.DeleteFunc(k.fenced, drop)
-	// What was given up comes back only after its ack wait, while newer messages of its keys
-	// may come at once (the pin is still this replica's): fence whatever comes from here on,
-	// as for a new pin, so that it runs only with the given-up messages back in hand, in order.
-	k.pin = ""
+	k.fenceNextLocked()
 	k.r.log.Warn("giving up messages this replica no longer holds", "consumer", k.name, "messages", n, "keys", len(keys), "cause", cause)
 	k.signalIdleLocked()
 }
