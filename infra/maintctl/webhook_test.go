@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
@@ -136,6 +137,17 @@ func TestUp_SubscriptionsBringTheWebhookFeed(t *testing.T) {
 		t.Fatalf("up did not print where it listens:\n%s", u.out)
 	}
 	c.env["NATS_URL"] = m[1]
+	// A new subscription starts at new events: send once its consumer is there.
+	nc, err := nats.Connect(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	testenv.Eventually(t, 20*time.Second, "the subscription's consumer", func() bool {
+		_, err := js.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer("crm"))
+		return err == nil
+	})
 	c.ok("pending", testID)
 	select {
 	case typ := <-got:
@@ -153,6 +165,12 @@ func TestUp_SubscriptionsBringTheWebhookFeed(t *testing.T) {
 	if feedCreated.MatchString(u.out.String()) {
 		t.Errorf("up without subscriptions provisioned the webhook feed:\n%s", u.out)
 	}
+	// Stopped once its functions run (a stop while they start reports their cancelled start).
+	if m = listenRE.FindStringSubmatch(u.out.String()); m == nil {
+		t.Fatalf("up did not print where it listens:\n%s", u.out)
+	}
+	c.env["NATS_URL"] = m[1]
+	c.ok("pending", testID)
 	if r := u.stop(); r.err != nil {
 		t.Fatal(r.err)
 	}
