@@ -269,6 +269,33 @@ func TestHandle_SignedDeadLetterReplayedAfterNewerCommandsIsApplied(t *testing.T
 	}
 }
 
+// TestHandle_CapturedSignedCommandRefusedAfterARestart: the memory of signed commands is the
+// record's, so a copy sent after the whole stack restarted (functions and server, the
+// duplicate window of the stream gone with the header left out) has no second effect.
+func TestHandle_CapturedSignedCommandRefusedAfterARestart(t *testing.T) {
+	admin, policy := adminPolicy(t)
+	dir := t.TempDir()
+	env := testenv.StartIn(t, dir)
+	stop := startReplicas(t, env, 1, command.Config{Auth: policy})
+	key := domain.MustKey(cluster)
+	cmds := []domain.Command{{ID: "announce", ResourceID: cluster, Task: domain.TaskPending}, {ID: "clear", ResourceID: cluster, Task: domain.TaskNone}}
+	captured := sendSigned(t, env, admin, cmds)[0]
+	appliedInOrder(t, events(t, env.JS, key, 2), cmds)
+	stop()
+	env.NC.Close()
+	env.Server.Stop()
+
+	env = testenv.StartIn(t, dir)
+	startReplicas(t, env, 1, command.Config{Auth: policy})
+	replay(t, env, captured, "")
+	if ev := events(t, env.JS, key, 3)[2]; ev.CommandID != "announce" || ev.Outcome != domain.OutcomeDuplicate {
+		t.Fatalf("copy after the restart: %+v, want a duplicate", ev)
+	}
+	if rec, _ := record(t, env, key); rec.State != domain.StateNone {
+		t.Fatalf("record %+v, want None", rec)
+	}
+}
+
 // TestHandle_SignedCommandOutsideItsAgeIsExpired: a signed command issued longer ago than
 // --max-command-age, or more than a minute ahead, is refused Unauthorized "expired".
 func TestHandle_SignedCommandOutsideItsAgeIsExpired(t *testing.T) {
