@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -50,7 +51,7 @@ type Record struct {
 	// one (the same id again) is recognised however long after and under whatever header.
 	// An entry is forgotten once it is past any command's age, or when the record holds
 	// MaxSignedIDs and a newer one comes; forgetting one raises SignedForgotten to its issuedAt.
-	SignedIDs []SignedID `json:"signedIds,omitempty"`
+	SignedIDs SignedIDs `json:"signedIds,omitempty"`
 	// SignedForgotten is the issuedAt of the newest signed command forgotten: a signed command
 	// issued no later cannot be told from a replay and is refused.
 	SignedForgotten time.Time `json:"signedForgotten,omitzero"`
@@ -109,8 +110,45 @@ const MaxSignedIDs = 256
 
 // SignedID is a signed command a record remembers.
 type SignedID struct {
-	ID       string    `json:"id"`
-	IssuedAt time.Time `json:"issuedAt"`
+	ID       string
+	IssuedAt time.Time
+}
+
+// SignedIDs are written as one string, "id@issuedAt id@issuedAt …" (ids hold no space or @):
+// a record can hold hundreds, and JSON objects of them cost more to read and write than the
+// rest of the command's handling.
+type SignedIDs []SignedID
+
+// MarshalText writes the string form.
+func (s SignedIDs) MarshalText() ([]byte, error) {
+	b := make([]byte, 0, len(s)*48)
+	for i, v := range s {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, v.ID...)
+		b = append(b, '@')
+		b = v.IssuedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	}
+	return b, nil
+}
+
+// UnmarshalText reads the string form.
+func (s *SignedIDs) UnmarshalText(b []byte) error {
+	out := make(SignedIDs, 0, bytes.Count(b, []byte{'@'}))
+	for f := range bytes.SplitSeq(b, []byte{' '}) {
+		if len(f) == 0 {
+			continue
+		}
+		id, at, ok := bytes.Cut(f, []byte{'@'})
+		t, err := time.Parse(time.RFC3339Nano, string(at))
+		if !ok || err != nil || len(id) == 0 {
+			return fmt.Errorf("signed ids: %q is not id@issuedAt", f)
+		}
+		out = append(out, SignedID{ID: string(id), IssuedAt: t})
+	}
+	*s = out
+	return nil
 }
 
 // SignedForgottenUpTo is the issuedAt up to which the record no longer tells a signed command
@@ -133,7 +171,7 @@ func (r *Record) RememberSigned(id string, issued, horizon time.Time) {
 		return
 	}
 	r.SignedForgotten, r.SignedUpTo = r.SignedForgottenUpTo(), nil
-	kept := make([]SignedID, 0, min(len(r.SignedIDs)+1, MaxSignedIDs+1))
+	kept := make(SignedIDs, 0, min(len(r.SignedIDs)+1, MaxSignedIDs+1))
 	for _, s := range r.SignedIDs {
 		if s.IssuedAt.Before(horizon) {
 			r.forget(s)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"maintsignals/functions/command"
@@ -73,7 +74,10 @@ func throughputWith(ctx context.Context, srv *server, snd sender, n, keys int) (
 
 // signedCost is the cost of signed commands on one topology: the same load, unsigned then
 // signed, against the same server.
-type signedCost struct{ unsigned, signed float64 }
+type signedCost struct {
+	unsigned, signed float64
+	largest          int // bytes of the largest record after both
+}
 
 func (c signedCost) ratio() float64 { return c.signed / c.unsigned }
 
@@ -99,7 +103,7 @@ func benchSignedOnly(ctx context.Context, s sizes, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		fmt.Fprintf(out, "%s, 4 replicas, %d commands over %d entities: unsigned %.0f commands/s, signed %.0f commands/s (%.2f)\n", t.name, t.n, s.keys, c.unsigned, c.signed, c.ratio())
+		fmt.Fprintf(out, "%s, 4 replicas, %d commands over %d entities: unsigned %.0f commands/s, signed %.0f commands/s (%.2f); largest record %d bytes\n", t.name, t.n, s.keys, c.unsigned, c.signed, c.ratio(), c.largest)
 		costs = append(costs, c)
 	}
 	fmt.Fprintf(out, "ratio signed_command %.2f\nratio signed_command_r1 %.2f\nratio signed_command_r3 %.2f\n", costs[0].ratio(), costs[1].ratio(), costs[2].ratio())
@@ -119,5 +123,28 @@ func signedOn(ctx context.Context, t topology, snd sender, n, keys int) (signedC
 	if c.signed, err = throughputWith(ctx, srv, snd, n, keys); err != nil {
 		return c, fmt.Errorf("signed: %w", err)
 	}
-	return c, nil
+	c.largest, err = largestRecord(ctx, srv.js)
+	return c, err
+}
+
+// largestRecord is the size of the largest value in the bucket: what remembering signed
+// commands adds to every write of an entity.
+func largestRecord(ctx context.Context, js jetstream.JetStream) (int, error) {
+	kv, err := js.KeyValue(ctx, domain.Bucket)
+	if err != nil {
+		return 0, err
+	}
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	largest := 0
+	for e := range w.Updates() {
+		if e == nil {
+			return largest, nil
+		}
+		largest = max(largest, len(e.Value()))
+	}
+	return largest, fmt.Errorf("largest record: the watch ended early")
 }
