@@ -304,3 +304,35 @@ func TestDecide_BurstInOneSecondIsApplied(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecide_SignedMemory is what the memory of signed commands costs a command, by how
+// many the record holds: decode the record, decide a signed command, encode the next record
+// (go test ./functions/command -run X -bench SignedMemory).
+func BenchmarkDecide_SignedMemory(b *testing.B) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 1, 16, domain.MaxSignedIDs} {
+		b.Run(fmt.Sprintf("remembered=%d", n), func(b *testing.B) {
+			rec := domain.Record{State: domain.StateNone}
+			for i := range n {
+				rec.RememberSigned(fmt.Sprintf("tp12345-%d", i), t0.Add(time.Duration(i)*time.Millisecond), time.Time{})
+				rec.Remember(fmt.Sprintf("tp12345-%d", i))
+			}
+			raw, _ := domain.EncodeRecord(rec)
+			for i := 0; b.Loop(); i++ {
+				r, err := domain.DecodeRecord(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := domain.Command{ID: fmt.Sprintf("x-%d", i), ResourceID: "/r", Task: alternate(r), IssuedAt: t0.Add(time.Second).Format(time.RFC3339Nano), SignerKey: "UKEY"}
+				dec := decide(r, c, delivery{Seq: 1 << 40, StoredAt: t0.Add(2 * time.Second)}, settings{MaxCommandAge: 15 * time.Minute}, t0)
+				if dec.Action != actApply {
+					b.Fatal(dec.Why)
+				}
+				if _, err := domain.EncodeRecord(dec.Next); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(raw)), "record-bytes")
+		})
+	}
+}
