@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -51,6 +52,7 @@ func main() {
 	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
+	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -72,6 +74,7 @@ func main() {
 	if *quick {
 		s = smoke
 	}
+	s.keys = cmp.Or(*entities, s.keys)
 	runner := run
 	if signedOnly {
 		runner = benchSignedOnly
