@@ -138,7 +138,7 @@ func signedOnce(rec domain.Record, cmd domain.Command, storedAt time.Time, maxAg
 		return unauthorized("expired: issued at %s, more than %s ahead of the stream's clock (%s)", cmd.IssuedAt, maxFutureSkew, storedAt.UTC().Format(time.RFC3339))
 	}
 	if forgotten := rec.SignedForgottenUpTo(); !issued.After(forgotten) {
-		return unauthorized("expired: issued at %s, no later than %s, the newest signed command this entity no longer remembers (it keeps the %d newest within the command age); sign a new command",
+		return unauthorized("expired: issued at %s, no later than %s, the newest signed command this entity no longer remembers (it remembers at most %d within the command age); sign a new command",
 			cmd.IssuedAt, forgotten.UTC().Format(time.RFC3339Nano), domain.MaxSignedIDs)
 	}
 	return nil

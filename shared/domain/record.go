@@ -180,7 +180,7 @@ func (r *Record) RememberSigned(id string, issued, horizon time.Time) {
 		kept = append(kept, s)
 	}
 	if id != "" {
-		kept = append(kept, SignedID{ID: id, IssuedAt: issued})
+		kept = append(kept, SignedID{ID: id, IssuedAt: issued.UTC()})
 	}
 	if len(kept) > MaxSignedIDs {
 		oldest := 0
