@@ -18,12 +18,11 @@ type durable struct {
 	raw, command float64 // ops/s, commands/s
 	p50, p99     time.Duration
 	writes       float64 // synced writes (stored messages) per command
-	signed       float64 // commands/s of the same load signed
+	signed       signedCost
 }
 
 func (d durable) ratio() float64 { return d.command / d.raw }
 
-func (d durable) signedRatio() float64 { return d.signed / d.command }
 
 // benchDurable measures one topology: replicas is 1 (one embedded node) or 3 (three);
 // webhooks provisions the webhook feed too (a copy of every outcome: one more write each);
@@ -65,10 +64,10 @@ func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, snd
 		feed = " with the webhook feed"
 	}
 	if snd.kp != nil {
-		if d.signed, err = throughputWith(ctx, srv, snd, n, s.keys); err != nil {
-			return d, fmt.Errorf("signed: %w", err)
+		if d.signed, err = compareSigned(ctx, srv, snd, n, s.keys); err != nil {
+			return d, err
 		}
-		signed = fmt.Sprintf("; signed: %.0f commands/s (%.2f of unsigned)", d.signed, d.signedRatio())
+		signed = fmt.Sprintf("; again, %v", d.signed)
 	}
 	fmt.Fprintf(out, "durable R%d%s (sync always): raw kv get+update, 4 workers: %.0f ops/s; command function: %.0f commands/s (%.2f of raw), %.1f stored messages per command; latency at %d/s: p50 %.1f ms, p99 %.1f ms%s\n",
 		replicas, feed, d.raw, d.command, d.ratio(), d.writes, s.durableRate, ms(d.p50), ms(d.p99), signed)
