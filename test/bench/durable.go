@@ -23,7 +23,6 @@ type durable struct {
 
 func (d durable) ratio() float64 { return d.command / d.raw }
 
-
 // benchDurable measures one topology: replicas is 1 (one embedded node) or 3 (three);
 // webhooks provisions the webhook feed too (a copy of every outcome: one more write each);
 // snd, unless zero, signs the same load once more.
