@@ -13,50 +13,69 @@ import (
 	"maintsignals/test/testenv"
 )
 
-// The fleet the queries are checked against: one entity in every state, windows inside and
-// outside the next 14 days, one Pending past its window, one update in progress (stuck: the
-// emitter's stuck limit is tiny here), and a refused command.
+// The fleet the queries are checked against, sent in two batches with an export after each
+// (a rate needs two samples; the second batch repeats every kind of command of the first, so
+// every counter grows between them). Each batch has one entity in every state, windows
+// inside and outside the next 14 days, one Pending past its window, one update in progress
+// (stuck: the emitter's stuck limit is tiny here), and a refused command.
 const idPrefix = "/subscriptions/0b1f6471-1bf0-4dda-aec3-5d1e7a0c0d05/resourceGroups/rg-dash/providers/Microsoft.RedHatOpenShift/openShiftClusters/"
 
-var (
-	idSoon      = idPrefix + "pending-soon"  // Pending, window in 3 days
-	idLater     = idPrefix + "pending-later" // Pending, window in 20 days
-	idOverdue   = idPrefix + "overdue"       // Pending, window ended an hour ago
-	idPlanned   = idPrefix + "planned"       // Planned, updating, window in 1 day
-	idUnplanned = idPrefix + "unplanned"     // Unplanned after a failed update
-	idCustomer  = idPrefix + "customer"      // CustomerActionNeeded
-	idNone      = idPrefix + "none"          // None after a successful update
+// Kinds of entity in a batch; an entity's ID is idPrefix + kind + "-" + batch.
+const (
+	kindSoon      = "pending-soon"  // Pending, window in 3 days
+	kindLater     = "pending-later" // Pending, window in 20 days
+	kindOverdue   = "overdue"       // Pending, window ended an hour ago
+	kindPlanned   = "planned"       // Planned, updating, window in 1 day
+	kindUnplanned = "unplanned"     // Unplanned after a failed update
+	kindCustomer  = "customer"      // CustomerActionNeeded
+	kindNone      = "none"          // None after a successful update
 )
+
+var (
+	kinds   = []string{kindSoon, kindLater, kindOverdue, kindPlanned, kindUnplanned, kindCustomer, kindNone}
+	batches = []string{"a", "b"}
+)
+
+func id(kind, batch string) string { return idPrefix + kind + "-" + batch }
 
 // fleet is what was sent, for the expectations.
 type fleet struct {
-	now     time.Time
-	windows map[string]domain.Window
+	start   time.Time
+	windows map[string]domain.Window // by kind, the same in every batch
 }
 
-// commands of one round: every entity's commands in order. The second round repeats the
-// signal-only commands so that every command counter grows between the two exports.
-func roundOne(f fleet) [][]domain.Command {
-	w := func(id string) *domain.Window { x := f.windows[id]; return &x }
-	return [][]domain.Command{
-		{{ResourceID: idSoon, Task: domain.TaskPending, Window: w(idSoon), Reason: "control plane upgrade"}},
-		{{ResourceID: idLater, Task: domain.TaskPending, Window: w(idLater)}},
-		{{ResourceID: idOverdue, Task: domain.TaskPending, Window: w(idOverdue)}},
-		{{ResourceID: idPlanned, Task: domain.TaskPending, Window: w(idPlanned)}, {ResourceID: idPlanned, Task: domain.TaskOperatorUpdate}},
-		{{ResourceID: idUnplanned, Task: domain.TaskEverything}, {ResourceID: idUnplanned, Task: domain.TaskUpdateFailed, Error: "timed out"}},
-		{{ResourceID: idCustomer, Task: domain.TaskCustomerActionNeeded}},
-		{{ResourceID: idNone, Task: domain.TaskCertificatesRenewal}, {ResourceID: idNone, Task: domain.TaskUpdateSucceeded}},
-		// Refused: nothing is being updated.
-		{{ResourceID: idCustomer, Task: domain.TaskUpdateSucceeded}},
+func newFleet(now time.Time) fleet {
+	now = now.UTC().Truncate(time.Second)
+	return fleet{start: now, windows: map[string]domain.Window{
+		kindSoon:    {Start: now.Add(72 * time.Hour), End: now.Add(76 * time.Hour)},
+		kindLater:   {Start: now.Add(20 * 24 * time.Hour), End: now.Add(20*24*time.Hour + 4*time.Hour)},
+		kindOverdue: {Start: now.Add(-3 * time.Hour), End: now.Add(-time.Hour)},
+		kindPlanned: {Start: now.Add(24 * time.Hour), End: now.Add(28 * time.Hour)},
+	}}
+}
+
+// batch is the commands of one batch, per entity in order.
+func (f fleet) batch(b string) [][]domain.Command {
+	w := func(kind string) *domain.Window { x := f.windows[kind]; return &x }
+	c := func(kind string, task domain.Task) domain.Command {
+		return domain.Command{ResourceID: id(kind, b), Task: task}
 	}
-}
-
-func roundTwo(f fleet) [][]domain.Command {
-	w := f.windows[idSoon]
+	pending := func(kind string) domain.Command {
+		cmd := c(kind, domain.TaskPending)
+		cmd.Window, cmd.Reason = w(kind), "control plane upgrade"
+		return cmd
+	}
+	failed := c(kindUnplanned, domain.TaskUpdateFailed)
+	failed.Error = "timed out"
 	return [][]domain.Command{
-		{{ResourceID: idSoon, Task: domain.TaskPending, Window: &w, Reason: "control plane upgrade"}},
-		{{ResourceID: idCustomer, Task: domain.TaskCustomerActionNeeded}},
-		{{ResourceID: idCustomer, Task: domain.TaskUpdateSucceeded}},
+		{pending(kindSoon)},
+		{pending(kindLater)},
+		{pending(kindOverdue)},
+		{pending(kindPlanned), c(kindPlanned, domain.TaskOperatorUpdate)},
+		{c(kindUnplanned, domain.TaskEverything), failed},
+		// The second command is refused: nothing is being updated.
+		{c(kindCustomer, domain.TaskCustomerActionNeeded), c(kindCustomer, domain.TaskUpdateSucceeded)},
+		{c(kindNone, domain.TaskCertificatesRenewal), c(kindNone, domain.TaskUpdateSucceeded)},
 	}
 }
 
@@ -69,7 +88,7 @@ type stack struct {
 	sent int
 }
 
-// startFleet starts Prometheus and the stack, sends both rounds of commands with an export
+// startFleet starts Prometheus and the stack, sends both batches of commands with an export
 // after each, and returns the Prometheus that received them.
 func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 	t.Helper()
@@ -105,15 +124,9 @@ func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 	}
 	t.Cleanup(func() { _ = s.em.Close() })
 
-	now := time.Now().UTC().Truncate(time.Second)
-	f := fleet{now: now, windows: map[string]domain.Window{
-		idSoon:    {Start: now.Add(72 * time.Hour), End: now.Add(76 * time.Hour)},
-		idLater:   {Start: now.Add(20 * 24 * time.Hour), End: now.Add(20*24*time.Hour + 4*time.Hour)},
-		idOverdue: {Start: now.Add(-3 * time.Hour), End: now.Add(-time.Hour)},
-		idPlanned: {Start: now.Add(24 * time.Hour), End: now.Add(28 * time.Hour)},
-	}}
-	for _, round := range [][][]domain.Command{roundOne(f), roundTwo(f)} {
-		s.send(t, ctx, round)
+	f := newFleet(time.Now())
+	for _, b := range batches {
+		s.send(t, ctx, f.batch(b))
 		s.export(t, ctx)
 	}
 	return prom, f
@@ -121,10 +134,10 @@ func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 
 // send publishes each entity's commands one after the other (their order matters), waiting
 // for each outcome.
-func (s *stack) send(t *testing.T, ctx context.Context, round [][]domain.Command) {
+func (s *stack) send(t *testing.T, ctx context.Context, batch [][]domain.Command) {
 	t.Helper()
 	seen := map[string]int{}
-	for _, cmds := range round {
+	for _, cmds := range batch {
 		for _, c := range cmds {
 			s.sent++
 			c.ID = fmt.Sprintf("dash-%d", s.sent)

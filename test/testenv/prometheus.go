@@ -39,7 +39,10 @@ func PrometheusCachePath() string {
 	return filepath.Join(dir, "maintsignals", "prometheus-"+PrometheusVersion, "prometheus")
 }
 
-var errNotPrometheus3 = errors.New("not Prometheus 3")
+var (
+	errNotPrometheus3 = errors.New("not Prometheus 3")
+	errNoPrometheus3  = errors.New("no Prometheus 3.x binary found")
+)
 
 // FindPrometheus3 returns the path of a Prometheus 3.x binary: MAINT_PROMETHEUS (an error if
 // that is not one), else the cache path, else `prometheus` on PATH when it is 3.x.
@@ -58,15 +61,15 @@ func FindPrometheus3() (string, error) {
 		tried = append(tried, p)
 	}
 	if p, err := exec.LookPath("prometheus"); err == nil {
-		if err := isPrometheus3(p); err == nil {
+		err := isPrometheus3(p)
+		if err == nil {
 			return p, nil
-		} else {
-			tried = append(tried, fmt.Sprintf("%s (%v)", p, err))
 		}
+		tried = append(tried, fmt.Sprintf("%s (%v)", p, err))
 	}
-	return "", fmt.Errorf("%w: no Prometheus 3.x binary (tried %s, and %s is unset); build one with "+
+	return "", fmt.Errorf("%w (tried %s; %s is unset): build one with "+
 		"`GOBIN=%s go install github.com/prometheus/prometheus/cmd/prometheus@%s` (or `task prometheus`)",
-		errNotPrometheus3, strings.Join(append(tried, "PATH"), ", "), EnvPrometheus, filepath.Dir(PrometheusCachePath()), PrometheusVersion)
+		errNoPrometheus3, strings.Join(append(tried, "prometheus on PATH"), ", "), EnvPrometheus, filepath.Dir(PrometheusCachePath()), PrometheusVersion)
 }
 
 var (
@@ -115,7 +118,7 @@ func StartPrometheus(t testing.TB) *Prometheus {
 	t.Helper()
 	bin, err := FindPrometheus3()
 	switch {
-	case errors.Is(err, errNotPrometheus3) && os.Getenv(EnvPrometheus) == "":
+	case errors.Is(err, errNoPrometheus3):
 		t.Skip(err.Error())
 	case err != nil:
 		t.Fatal(err)
