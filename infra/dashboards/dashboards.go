@@ -11,6 +11,8 @@
 // The package is kept out of maintctl's build: the SDK is large and only the generator needs it.
 package dashboards
 
+//go:generate go run ./gen -out .
+
 import (
 	"bytes"
 	"encoding/json"

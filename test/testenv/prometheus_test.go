@@ -51,3 +51,17 @@ func TestFindPrometheus3_RefusesWhatIsNotPrometheus3(t *testing.T) {
 		}
 	})
 }
+
+// TestPrometheusVersionIsTheOneCIBuilds: .ci/run and the Taskfile build the version the tests
+// look for in the cache.
+func TestPrometheusVersionIsTheOneCIBuilds(t *testing.T) {
+	for _, f := range []string{"../../.ci/run", "../../Taskfile.yml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "prometheus-"+PrometheusVersion) && !strings.Contains(string(b), "PROMETHEUS_VERSION="+PrometheusVersion) {
+			t.Errorf("%s does not build Prometheus %s", f, PrometheusVersion)
+		}
+	}
+}
