@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"iter"
 	"sort"
 	"strings"
 	"sync"
@@ -22,11 +21,8 @@ const (
 	MaxMinNotice = 90 * domain.Day
 )
 
-// maxCachedYears bounds the years of occurrences a Policy keeps; past it the cache restarts.
-const maxCachedYears = 16
-
 // Policy is a compiled policy: its document, read and checked, ready to answer queries. It is
-// safe for concurrent use; occurrences are computed once per local year and kept, so a
+// safe for concurrent use; occurrences are computed once per local month and kept, so a
 // caller should compile a policy once per revision and reuse it.
 type Policy struct {
 	doc       Document
@@ -38,8 +34,8 @@ type Policy struct {
 	closed    []span        // the blackouts merged, by start
 	minNotice time.Duration
 
-	mu    sync.Mutex // serialises writers of years
-	years atomic.Pointer[map[int][]span]
+	mu     sync.Mutex // serialises writers of months
+	months atomic.Pointer[map[int][]span]
 }
 
 // span is [start, end).
@@ -214,51 +210,6 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// year is the occurrences of local year y, computed once.
-func (p *Policy) year(y int) []span {
-	if m := p.years.Load(); m != nil {
-		if occ, ok := (*m)[y]; ok {
-			return occ
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	old := p.years.Load()
-	if old != nil {
-		if occ, ok := (*old)[y]; ok {
-			return occ
-		}
-	}
-	next := make(map[int][]span, maxCachedYears)
-	if old != nil && len(*old) < maxCachedYears {
-		for k, v := range *old {
-			next[k] = v
-		}
-	}
-	occ := expandYear(p.rules, p.loc, y)
-	next[y] = occ
-	p.years.Store(&next)
-	return occ
-}
-
-// occurrences yields, by start, the occurrences of the windows that start in [from, until].
-func (p *Policy) occurrences(from, until time.Time) iter.Seq[span] {
-	return func(yield func(span) bool) {
-		// From the year before: a date's start can move past midnight in a daylight-saving gap.
-		y0 := max(from.In(p.loc).Year()-1, minYear)
-		y1 := min(until.In(p.loc).Year(), maxYear)
-		for y := y0; y <= y1; y++ {
-			occ := p.year(y)
-			i := sort.Search(len(occ), func(i int) bool { return !occ[i].start.Before(from) })
-			for _, o := range occ[i:] {
-				if o.start.After(until) || !yield(o) {
-					return
-				}
-			}
-		}
-	}
 }
 
 // Document returns the policy as written.

@@ -49,14 +49,12 @@ func earlier(a, b time.Time) time.Time {
 // stretches is the allowed time in [from, to): the union of the windows' occurrences (all of
 // it when there are none), less the blackouts, as maximal disjoint spans by start.
 func (p *Policy) stretches(from, to time.Time) []span {
-	var union []span
 	if len(p.rules) == 0 {
-		union = []span{{from, to}}
+		return subtract([]span{{from, to}}, p.closed)
 	}
-	for o := range p.occurrences(from.Add(-p.maxDur), to) {
-		if len(p.rules) == 0 {
-			break
-		}
+	var union []span
+	c := p.seek(from.Add(-p.maxDur), to)
+	for o, ok := c.next(); ok; o, ok = c.next() {
 		o = span{later(o.start, from), earlier(o.end, to)}
 		if !o.end.After(o.start) {
 			continue

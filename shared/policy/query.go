@@ -35,7 +35,8 @@ func (p *Policy) InAllowedWindow(t time.Time) bool {
 	if len(p.rules) == 0 {
 		return true
 	}
-	for o := range p.occurrences(t.Add(-p.maxDur), t) {
+	c := p.seek(t.Add(-p.maxDur), t)
+	for o, ok := c.next(); ok; o, ok = c.next() {
 		if o.end.After(t) {
 			return true
 		}
@@ -47,7 +48,7 @@ func (p *Policy) InAllowedWindow(t time.Time) bool {
 // allowed window (start ≥ the occurrence's start, end ≤ its end), or anywhere when the policy
 // has none, and it overlaps no blackout. An empty or inverted window is not allowed.
 func (p *Policy) Allows(w domain.Window) bool {
-	return p.Why(w) == ""
+	return w.End.After(w.Start) && !p.overlapsBlackout(w.Start, w.End) && p.insideOccurrence(w)
 }
 
 // Why says why the window w is not allowed, "" when it is. The reasons read after
@@ -91,7 +92,8 @@ func (p *Policy) insideOccurrence(w domain.Window) bool {
 	if w.End.Sub(w.Start) > p.maxDur {
 		return false
 	}
-	for o := range p.occurrences(w.Start.Add(-p.maxDur), w.Start) {
+	c := p.seek(w.Start.Add(-p.maxDur), w.Start)
+	for o, ok := c.next(); ok; o, ok = c.next() {
 		if !o.end.Before(w.End) {
 			return true
 		}
@@ -113,7 +115,8 @@ func (p *Policy) NextAllowed(length time.Duration, notBefore time.Time) (time.Ti
 	}
 	// By start: for occurrences a ≤ b, the first clear start in a is ≤ the first in b, so the
 	// first occurrence that holds one holds the earliest.
-	for o := range p.occurrences(notBefore.Add(-p.maxDur), limit) {
+	c := p.seek(notBefore.Add(-p.maxDur), limit)
+	for o, ok := c.next(); ok; o, ok = c.next() {
 		if o.end.Sub(notBefore) < length {
 			continue
 		}
@@ -172,7 +175,8 @@ func alignUp(t, origin time.Time, step time.Duration) time.Time {
 // shows, and what a reader can check a rule against.
 func (p *Policy) Occurrences(from, until time.Time) []domain.Window {
 	var out []domain.Window
-	for o := range p.occurrences(from, until) {
+	c := p.seek(from, until)
+	for o, ok := c.next(); ok; o, ok = c.next() {
 		if o.start.Before(until) {
 			out = append(out, domain.Window{Start: o.start, End: o.end})
 		}

@@ -3,7 +3,7 @@ package policy
 import (
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,24 +134,23 @@ func parseClock(s string) (hour, minute int, ok bool) {
 	return hour, minute, true
 }
 
-// dates are the civil dates of the rule's occurrences in year y, from the Anchor's phase.
-func (r rule) dates(y int) []time.Time {
-	from := time.Date(y, time.January, 1, 0, 0, 0, 0, time.UTC)
+// dates appends to dst the civil dates of the rule's occurrences in the month of from (a
+// first of the month, UTC), from the Anchor's phase.
+func (r rule) dates(dst []time.Time, from time.Time) []time.Time {
 	opt := r.opt
 	opt.Dtstart = phaseStart(opt.Freq, max(opt.Interval, 1), from)
-	opt.Until = from.AddDate(1, 0, 0).Add(-time.Second)
+	opt.Until = from.AddDate(0, 1, 0).Add(-time.Second)
 	rr, err := rrule.NewRRule(opt)
 	if err != nil {
-		return nil // parseRRule built the same options without error
+		return dst // parseRRule built the same options without error
 	}
-	var out []time.Time
 	next := rr.Iterator()
 	for t, ok := next(); ok; t, ok = next() {
 		if !t.Before(from) {
-			out = append(out, t)
+			dst = append(dst, t)
 		}
 	}
-	return out
+	return dst
 }
 
 // phaseStart is the latest start of a period (day, week from Monday, month) at or before from
@@ -196,20 +195,26 @@ func localAt(date time.Time, hour, minute int, loc *time.Location) time.Time {
 	return t
 }
 
-// expandYear lists the occurrences of every rule whose local date is in year y, by start.
-func expandYear(rules []rule, loc *time.Location, y int) []span {
-	var out []span
+// expandMonth lists the occurrences of every rule whose local date is in month k (see
+// monthOf), by start.
+func expandMonth(rules []rule, loc *time.Location, k int) []span {
+	from := time.Date(k/12, time.Month(k%12+1), 1, 0, 0, 0, 0, time.UTC)
+	out := make([]span, 0, 31*len(rules))
+	dates := make([]time.Time, 0, 31)
 	for _, r := range rules {
-		for _, d := range r.dates(y) {
+		dates = r.dates(dates[:0], from)
+		for _, d := range dates {
 			start := localAt(d, r.hour, r.minute, loc)
 			out = append(out, span{start: start, end: start.Add(r.duration)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].start.Equal(out[j].start) {
-			return out[i].start.Before(out[j].start)
-		}
-		return out[i].end.After(out[j].end)
-	})
+	if len(rules) > 1 {
+		slices.SortFunc(out, func(a, b span) int {
+			if c := a.start.Compare(b.start); c != 0 {
+				return c
+			}
+			return b.end.Compare(a.end)
+		})
+	}
 	return out
 }
