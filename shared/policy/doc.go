@@ -11,7 +11,7 @@
 //   - Recurrence: an RFC 5545 rule without DTSTART (FREQ DAILY, WEEKLY or MONTHLY; INTERVAL;
 //     BYDAY, with ordinals such as 1SA or -1SU under MONTHLY; BYMONTHDAY), evaluated by
 //     rrule-go on local dates of the policy's IANA time zone. Every rule is anchored at
-//     DTSTART = Anchor, Monday 1 January 2001 (local), so an INTERVAL counts days, weeks
+//     DTSTART = Monday 1 January 2001 (local), so an INTERVAL counts days, weeks
 //     (from Monday) or months from that date, and the same rule means the same dates whoever
 //     set it and whenever. WEEKLY needs BYDAY and MONTHLY needs BYDAY or BYMONTHDAY: there is
 //     no DTSTART to take a day from.

@@ -212,3 +212,31 @@ func TestWhy_SaysWhichRuleRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicy_SafeForConcurrentUse(t *testing.T) {
+	// One compiled policy serves a planner's goroutines: each month is computed by one of them
+	// and read by all, and every answer is the one a policy of its own gives.
+	shared := berlin(t)
+	const workers, queries = 4, 400
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			own := berlin(t)
+			for i := range queries {
+				at := utc("2026-01-01T00:00:00Z").Add(time.Duration(i*workers+w) * 31 * time.Hour) // about 6 years: the cache restarts
+				got, ok := shared.NextAllowed(4*time.Hour, at)
+				want, wantOK := own.NextAllowed(4*time.Hour, at)
+				if ok != wantOK || !got.Equal(want) {
+					errs <- fmt.Errorf("NextAllowed(%s) = %s on the shared policy, %s on its own", at, got, want)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -11,11 +11,11 @@ import (
 	"github.com/teambition/rrule-go"
 )
 
-// Anchor is the DTSTART every rule is evaluated from: Monday 1 January 2001, a local date.
+// anchor is the DTSTART every rule is evaluated from: Monday 1 January 2001, a local date.
 // It is the first day of a week (weeks start on Monday), of a month and of a year, so an
 // INTERVAL counts days, weeks or months from a fixed point: "FREQ=WEEKLY;INTERVAL=2" means the
-// weeks whose distance from the week of the Anchor is even, whoever set the policy and when.
-var Anchor = time.Date(2001, time.January, 1, 0, 0, 0, 0, time.UTC)
+// weeks whose distance from the week of the anchor is even, whoever set the policy and when.
+var anchor = time.Date(2001, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // MaxInterval bounds INTERVAL; a longer one could not keep 48 hours open in 32 days anyway.
 const MaxInterval = 99
@@ -135,7 +135,7 @@ func parseClock(s string) (hour, minute int, ok bool) {
 }
 
 // dates appends to dst the civil dates of the rule's occurrences in the month of from (a
-// first of the month, UTC), from the Anchor's phase.
+// first of the month, UTC), from the anchor's phase.
 func (r rule) dates(dst []time.Time, from time.Time) []time.Time {
 	opt := r.opt
 	opt.Dtstart = phaseStart(opt.Freq, max(opt.Interval, 1), from)
@@ -154,8 +154,8 @@ func (r rule) dates(dst []time.Time, from time.Time) []time.Time {
 }
 
 // phaseStart is the latest start of a period (day, week from Monday, month) at or before from
-// whose distance from the Anchor's is a multiple of interval: iterating from there gives the
-// occurrences the rule would give iterating from the Anchor itself, without the years between.
+// whose distance from the anchor's is a multiple of interval: iterating from there gives the
+// occurrences the rule would give iterating from the anchor itself, without the years between.
 func phaseStart(freq rrule.Frequency, interval int, from time.Time) time.Time {
 	switch freq {
 	case rrule.WEEKLY:
@@ -164,7 +164,7 @@ func phaseStart(freq rrule.Frequency, interval int, from time.Time) time.Time {
 		return monday.AddDate(0, 0, -7*floorMod(weeks, interval))
 	case rrule.MONTHLY:
 		first := time.Date(from.Year(), from.Month(), 1, 0, 0, 0, 0, time.UTC)
-		months := (from.Year()-Anchor.Year())*12 + int(from.Month()-Anchor.Month())
+		months := (from.Year()-anchor.Year())*12 + int(from.Month()-anchor.Month())
 		return first.AddDate(0, -floorMod(months, interval), 0)
 	default:
 		days := civilDays(from)
@@ -172,8 +172,8 @@ func phaseStart(freq rrule.Frequency, interval int, from time.Time) time.Time {
 	}
 }
 
-// civilDays counts the days from the Anchor to the civil date d (negative before it).
-func civilDays(d time.Time) int { return int((d.Unix() - Anchor.Unix()) / 86400) }
+// civilDays counts the days from the anchor to the civil date d (negative before it).
+func civilDays(d time.Time) int { return int((d.Unix() - anchor.Unix()) / 86400) }
 
 func floorMod(a, n int) int { return ((a % n) + n) % n }
 
