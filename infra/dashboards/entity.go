@@ -46,6 +46,7 @@ func Entity() (dashboard.Dashboard, error) {
 		Title("State over time").
 		Description("One line per state; coloured while the entity is in it.").
 		Datasource(datasource).
+		Interval(minInterval).
 		WithTarget(query("A", `max by (cluster_maintenance_state) (cluster_maintenance_status_ratio`+entitySel+`)`, "{{cluster_maintenance_state}}")).
 		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
 			Type: dashboard.MappingTypeValueToText,

@@ -112,6 +112,12 @@ func statPanel(pos dashboard.GridPos, title, description, expr, unit string, th 
 		ColorMode(common.BigValueColorModeBackground)
 }
 
+// minInterval is the closest two points of a time series panel may be. The signal comes once
+// a minute (the tick; the SDK instruments' export interval, OTEL_METRIC_EXPORT_INTERVAL, is a
+// minute too): two minutes make $__rate_interval span two exports whatever the data source's
+// scrape interval is set to, so that a rate never falls into a gap between them.
+const minInterval = "2m"
+
 // series is a time series panel of range queries.
 func series(pos dashboard.GridPos, title, description, unit string, queries ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
 	p := timeseries.NewPanelBuilder().
@@ -119,6 +125,7 @@ func series(pos dashboard.GridPos, title, description, unit string, queries ...*
 		Title(title).
 		Description(description).
 		Datasource(datasource).
+		Interval(minInterval).
 		Unit(unit).
 		Legend(common.NewVizLegendOptionsBuilder().
 			DisplayMode(common.LegendDisplayModeList).

@@ -143,13 +143,38 @@ func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string
 	}
 }
 
-// grafanaVars are what Grafana puts in place of the variables the queries use: the
-// entity, and a rate interval wide enough for the two exports of startFleet.
-var grafanaVars = strings.NewReplacer(
-	"$__rate_interval", "1m",
-	"${cloud_resource_id}", entityOfEntityDashboard,
-	"$cloud_resource_id", entityOfEntityDashboard,
+// Grafana's defaults where a panel or the data source says nothing: the step of a range
+// query, and the data source's scrape interval.
+const (
+	defaultInterval = 15 * time.Second
+	scrapeInterval  = 15 * time.Second
 )
+
+// interpolate puts in place of the variables what Grafana does for panel p: the entity of
+// the entity dashboard, and $__rate_interval from the panel's interval as Grafana computes
+// it (the larger of interval + scrape interval and four scrape intervals). It returns the
+// step of a range query too.
+func interpolate(t *testing.T, p dashboard.Panel, expr string) (string, time.Duration) {
+	t.Helper()
+	step := defaultInterval
+	if p.Interval != nil {
+		d, err := model.ParseDuration(*p.Interval)
+		if err != nil {
+			t.Fatalf("panel %q: interval %q: %v", title(p), *p.Interval, err)
+		}
+		step = time.Duration(d)
+	}
+	rate := max(step+scrapeInterval, 4*scrapeInterval)
+	expr = strings.NewReplacer(
+		"$__rate_interval", model.Duration(rate).String(),
+		"${cloud_resource_id}", entityOfEntityDashboard,
+		"$cloud_resource_id", entityOfEntityDashboard,
+	).Replace(expr)
+	if strings.Contains(expr, "$") {
+		t.Fatalf("a variable this test does not know is left in %s", expr)
+	}
+	return expr, step
+}
 
 // TestQueries_AgainstPrometheus3 runs every query of every committed dashboard against a
 // Prometheus 3 that received, over OTLP, what the command function and the emitter exported
@@ -174,7 +199,7 @@ func TestQueries_AgainstPrometheus3(t *testing.T) {
 				}
 				used[key] = true
 				t.Run(key, func(t *testing.T) {
-					got := run(t, ctx, prom, q, queriedAt)
+					got := run(t, ctx, prom, p, q, queriedAt)
 					if w.notYetExported && len(got) == 0 {
 						return
 					}
@@ -195,14 +220,11 @@ func TestQueries_AgainstPrometheus3(t *testing.T) {
 	}
 }
 
-// run runs q as its panel does: an instant query at the given time, or a range query over
-// the last ten minutes whose last point of each series is kept.
-func run(t *testing.T, ctx context.Context, prom *testenv.Prometheus, q *prometheus.Dataquery, at time.Time) map[string]float64 {
+// run runs q as panel p does: an instant query at the given time, or a range query over the
+// last ten minutes at the panel's step, whose last point of each series is kept.
+func run(t *testing.T, ctx context.Context, prom *testenv.Prometheus, p dashboard.Panel, q *prometheus.Dataquery, at time.Time) map[string]float64 {
 	t.Helper()
-	expr := grafanaVars.Replace(q.Expr)
-	if strings.Contains(expr, "$") {
-		t.Fatalf("a variable this test does not know is left in %s", expr)
-	}
+	expr, step := interpolate(t, p, q.Expr)
 	var (
 		v        model.Value
 		warnings promv1.Warnings
@@ -211,7 +233,7 @@ func run(t *testing.T, ctx context.Context, prom *testenv.Prometheus, q *prometh
 	if q.Instant != nil && *q.Instant {
 		v, warnings, err = prom.API.Query(ctx, expr, at)
 	} else {
-		v, warnings, err = prom.API.QueryRange(ctx, expr, promv1.Range{Start: at.Add(-10 * time.Minute), End: at, Step: 15 * time.Second})
+		v, warnings, err = prom.API.QueryRange(ctx, expr, promv1.Range{Start: at.Add(-10 * time.Minute), End: at, Step: step})
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", expr, err)
