@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,7 +61,8 @@ func TestPrometheusVersionIsTheOneCIBuilds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), "prometheus-"+PrometheusVersion) && !strings.Contains(string(b), "PROMETHEUS_VERSION="+PrometheusVersion) {
+		// PROMETHEUS_VERSION=v… in the script, PROMETHEUS_VERSION: v… in the Taskfile.
+		if !regexp.MustCompile(`PROMETHEUS_VERSION[=:] ?` + regexp.QuoteMeta(PrometheusVersion) + `\b`).Match(b) {
 			t.Errorf("%s does not build Prometheus %s", f, PrometheusVersion)
 		}
 	}
