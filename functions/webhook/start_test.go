@@ -78,13 +78,13 @@ func TestWebhook_NewSubscriptionOnHistoryStartsAtNewEvents(t *testing.T) {
 			if c.during != nil {
 				c.during(t, env, info)
 			}
-			waitDrained(t, env)
+			testenv.WebhookSettled(t, env.JS, "crm", time.Minute)
 			if got := len(rc.requests()); got != fromStart {
 				t.Fatalf("%d deliveries of the history, want %d", got, fromStart)
 			}
 			fresh := publishEvent(t, env.JS, cluster(1), 1_000_000, domain.StatePending)
 			testenv.Eventually(t, 10*time.Second, "the new event delivered", func() bool { return len(rc.requests()) > fromStart })
-			waitDrained(t, env)
+			testenv.WebhookSettled(t, env.JS, "crm", time.Minute)
 			got := rc.requests()
 			if len(got) != fromStart+1 || got[len(got)-1].id != fresh {
 				t.Fatalf("after one new event: %d deliveries (last %s), want %d ending with %s", len(got), got[len(got)-1].id, fromStart+1, fresh)
@@ -169,27 +169,4 @@ func consumerInfo(env *testenv.Env) (*jetstream.ConsumerInfo, error) {
 		return nil, err
 	}
 	return c.CachedInfo(), nil
-}
-
-// waitDrained waits until the feed has copied everything of its sources from where each
-// starts, and the subscription has settled every message of it.
-func waitDrained(t *testing.T, env *testenv.Env) {
-	t.Helper()
-	ctx := context.Background()
-	testenv.Eventually(t, 60*time.Second, "the feed copied and the subscription settled", func() bool {
-		feed, err := env.JS.Stream(ctx, domain.WebhookStream)
-		if err != nil {
-			return false
-		}
-		var want uint64
-		for _, src := range feed.CachedInfo().Config.Sources {
-			s, err := env.JS.Stream(ctx, src.Name)
-			if err != nil {
-				return false
-			}
-			want += s.CachedInfo().State.LastSeq + 1 - max(src.OptStartSeq, 1)
-		}
-		info, err := consumerInfo(env)
-		return err == nil && feed.CachedInfo().State.Msgs == want && info.NumPending == 0 && info.NumAckPending == 0
-	})
 }
