@@ -32,11 +32,9 @@ func TestWebhook_NewSubscriptionOnHistoryStartsAtNewEvents(t *testing.T) {
 		{name: "feed created with the subscription", feed: provisionFeed},
 		{name: "feed still copying the history", feed: func(t *testing.T, env *testenv.Env) int {
 			// As earlier provisioning made it: sources without a start, so it copies everything.
-			_, err := env.JS.CreateStream(context.Background(), jetstream.StreamConfig{
-				Name: domain.WebhookStream, Subjects: []string{domain.WebhookReplayPrefix + ">"},
-				Sources: []*jetstream.StreamSource{{Name: domain.EventsStream}, {Name: domain.NoticesStream}},
-			})
-			if err != nil {
+			cfg, _ := provision.Config{Webhooks: true}.WithDefaults()
+			streams := provision.Streams(cfg)
+			if _, err := env.JS.CreateStream(context.Background(), streams[len(streams)-1]); err != nil {
 				t.Fatal(err)
 			}
 			return 0
@@ -67,29 +65,37 @@ func TestWebhook_NewSubscriptionOnHistoryStartsAtNewEvents(t *testing.T) {
 			env := testenv.Start(t, testenv.WithProvision(func(p *provision.Config) { p.Webhooks = false }))
 			publish(t, env.JS, 0, events, notices)
 			fromStart := c.feed(t, env)
-			rc := newReceiver(t, nil)
-			srv := httptest.NewServer(rc)
-			t.Cleanup(srv.Close)
-			start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("crm", srv.URL)}, FromStart: fromStart > 0})
-			info, err := consumerInfo(env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.during != nil {
-				c.during(t, env, info)
-			}
-			testenv.WebhookSettled(t, env.JS, "crm", time.Minute)
-			if got := len(rc.requests()); got != fromStart {
-				t.Fatalf("%d deliveries of the history, want %d", got, fromStart)
-			}
-			fresh := publishEvent(t, env.JS, cluster(1), 1_000_000, domain.StatePending)
-			testenv.Eventually(t, 10*time.Second, "the new event delivered", func() bool { return len(rc.requests()) > fromStart })
-			testenv.WebhookSettled(t, env.JS, "crm", time.Minute)
-			got := rc.requests()
-			if len(got) != fromStart+1 || got[len(got)-1].id != fresh {
-				t.Fatalf("after one new event: %d deliveries (last %s), want %d ending with %s", len(got), got[len(got)-1].id, fromStart+1, fresh)
-			}
+			onlyNewOrKept(t, env, fromStart, c.during)
 		})
+	}
+}
+
+// onlyNewOrKept starts subscription crm (with FromStart when fromStart > 0) and checks that,
+// once the feed is copied and the subscription settled, it delivered fromStart messages, then
+// exactly one for one new event.
+func onlyNewOrKept(t *testing.T, env *testenv.Env, fromStart int, during func(*testing.T, *testenv.Env, *jetstream.ConsumerInfo)) {
+	t.Helper()
+	rc := newReceiver(t, nil)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("crm", srv.URL)}, FromStart: fromStart > 0})
+	c, err := env.JS.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer("crm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		during(t, env, c.CachedInfo())
+	}
+	testenv.WebhookSettled(t, env.JS, "crm", time.Minute)
+	if got := len(rc.requests()); got != fromStart {
+		t.Fatalf("%d deliveries of the history, want %d", got, fromStart)
+	}
+	fresh := publishEvent(t, env.JS, cluster(1), 1_000_000, domain.StatePending)
+	testenv.Eventually(t, 10*time.Second, "the new event delivered", func() bool { return len(rc.requests()) > fromStart })
+	testenv.WebhookSettled(t, env.JS, "crm", time.Minute)
+	got := rc.requests()
+	if len(got) != fromStart+1 || got[len(got)-1].id != fresh {
+		t.Fatalf("after one new event: %d deliveries (last %s), want %d ending with %s", len(got), got[len(got)-1].id, fromStart+1, fresh)
 	}
 }
 
@@ -120,7 +126,7 @@ func publish(t *testing.T, js jetstream.JetStream, first, events, notices int) {
 	for i := first; i < first+max(events, notices); i++ {
 		res := cluster(i)
 		if i < first+events {
-			add(eventMsg(res, i))
+			add(eventMsg(res, i, domain.StatePending))
 		}
 		if i < first+notices {
 			id := fmt.Sprintf("notice-%d", i)
@@ -142,18 +148,6 @@ func publish(t *testing.T, js jetstream.JetStream, first, events, notices int) {
 	}
 }
 
-func eventMsg(res string, n int) *nats.Msg {
-	id := fmt.Sprintf("cmd-%d:%d", n, n)
-	ev := domain.Event{CommandID: fmt.Sprintf("cmd-%d", n), ResourceID: res, Task: domain.TaskPending, Outcome: domain.OutcomeApplied,
-		From: domain.StateNone, To: domain.StatePending, At: time.Now().UTC(), CommandSeq: uint64(n)}
-	b, _ := domain.EncodeEvent(ev)
-	m := nats.NewMsg(domain.EventSubject(domain.MustKey(res)))
-	m.Data = b
-	m.Header.Set(domain.HeaderMsgID, id)
-	domain.SetCloudEventHeaders(m.Header, domain.OutcomeCEType(ev.Outcome), id, res, ev.At)
-	return m
-}
-
 // waitFeed waits until the feed holds n messages.
 func waitFeed(t *testing.T, env *testenv.Env, n uint64) {
 	t.Helper()
@@ -161,12 +155,4 @@ func waitFeed(t *testing.T, env *testenv.Env, n uint64) {
 		s, err := env.JS.Stream(context.Background(), domain.WebhookStream)
 		return err == nil && s.CachedInfo().State.Msgs >= n
 	})
-}
-
-func consumerInfo(env *testenv.Env) (*jetstream.ConsumerInfo, error) {
-	c, err := env.JS.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer("crm"))
-	if err != nil {
-		return nil, err
-	}
-	return c.CachedInfo(), nil
 }

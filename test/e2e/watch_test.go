@@ -33,38 +33,9 @@ func TestWatchSince_ReplaysInStoredOrderThenFollows(t *testing.T) {
 		}
 		liveDone <- live
 	}()
-	watch := exec.Command(bin, "watch", "--since", "1h", "-o", "json")
-	watch.Env = append(baseEnv(), "NATS_URL="+url)
-	stdout, err := watch.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := startWatch(t, url, "--since", "1h", "-o", "json")
 	want := append(slices.Clone(history), <-liveDone...)
-	var got []string
-	deadline := time.After(time.Minute)
-	for len(got) < len(want) {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("watch ended after %d lines", len(got))
-			}
-			got = append(got, lineID(t, l))
-		case <-deadline:
-			t.Fatalf("watch printed %d lines in a minute, want %d", len(got), len(want))
-		}
-	}
+	got := readIDs(t, lines, len(want))
 	if !slices.Equal(got[:len(history)], history) {
 		t.Fatalf("the replay is not in stored order: %d of its %d lines out of place", outOfPlace(got[:len(history)], history), len(history))
 	}
@@ -84,6 +55,53 @@ func TestWatchSince_ReplaysInStoredOrderThenFollows(t *testing.T) {
 	if r := maintctl(t, url, "watch", "--no-follow"); r.code == 0 || !strings.Contains(r.stderr, "--since") {
 		t.Errorf("watch --no-follow without --since: exit %d, %s", r.code, r.stderr)
 	}
+}
+
+// startWatch runs `maintctl watch args` and hands over its stdout's lines as they come.
+func startWatch(t *testing.T, url string, args ...string) <-chan string {
+	t.Helper()
+	watch := exec.Command(bin, append([]string{"watch"}, args...)...)
+	watch.Env = append(baseEnv(), "NATS_URL="+url)
+	stdout, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines, done := make(chan string), make(chan struct{})
+	t.Cleanup(func() { close(done); _ = watch.Process.Kill(); _ = watch.Wait() })
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-done:
+				return
+			}
+		}
+	}()
+	return lines
+}
+
+// readIDs reads the ids of the next n lines of a watch -o json.
+func readIDs(t *testing.T, lines <-chan string, n int) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(time.Minute)
+	for len(got) < n {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("watch ended after %d lines", len(got))
+			}
+			got = append(got, lineID(t, l))
+		case <-deadline:
+			t.Fatalf("watch printed %d lines in a minute, want %d", len(got), n)
+		}
+	}
+	return got
 }
 
 // lineID is the id of a watch -o json line: an event's commandId or a notice's noticeId.
