@@ -54,8 +54,9 @@ var ErrInvalidConfig = errors.New("invalid webhook config")
 // Config configures a replica of the webhook function. Zero fields take the defaults.
 type Config struct {
 	Subscriptions []Subscription
-	// FromStart makes a subscription seen for the first time start at the oldest stored event
-	// instead of the next new one. A subscription that has progress keeps it.
+	// FromStart makes a subscription seen for the first time start at the oldest message the
+	// feed keeps (the feed copies from its own creation on) instead of at what is stored after
+	// the subscription is created. A subscription that has progress keeps it.
 	FromStart bool
 	// Timeout bounds one HTTP attempt.
 	Timeout time.Duration
