@@ -156,3 +156,30 @@ func waitFeed(t *testing.T, env *testenv.Env, n uint64) {
 		return err == nil && s.CachedInfo().State.Msgs >= n
 	})
 }
+
+// Replicas starting at once with a new subscription, while events are stored (so that each
+// reads another start), agree on one consumer: the one that creates it wins, the others take
+// it.
+func TestWebhook_ReplicasCreatingOneSubscriptionAtOnce(t *testing.T) {
+	env := testenv.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			_, _ = env.JS.PublishMsg(ctx, eventMsg(cluster(i), i, domain.StatePending))
+		}
+	}()
+	s := sub("crm", "http://127.0.0.1:1/hook")
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		go func() {
+			_, err := webhook.New(context.Background(), env.JS, webhook.Config{Subscriptions: []webhook.Subscription{s}, Log: testenv.Quiet()})
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Fatalf("a replica starting beside others: %v", err)
+		}
+	}
+}
