@@ -19,3 +19,28 @@ func EventCampaign(prev, next Record) *CampaignRef {
 	}
 	return prev.Campaign
 }
+
+// Names of the fleet campaigns' messaging contract.
+const (
+	// CampaignsStream holds the campaign commands, retained like commands.
+	CampaignsStream = "MAINT_CAMPAIGNS"
+	// CampaignCommandPrefix + <campaign id> is where a campaign's commands are published.
+	CampaignCommandPrefix = "maint.campaign.cmd."
+	// CampaignEventPrefix + <campaign id> is where a campaign's events go (stream EventsStream).
+	CampaignEventPrefix = "maint.campaign.evt."
+	// CampaignEntitiesBucket is the KV bucket of the entities' phases, under <id>.<key>.
+	CampaignEntitiesBucket = "campaign-entities"
+	// CampaignsBucket is the KV bucket of the campaigns' own state, under <id>.
+	CampaignsBucket = "campaigns"
+	// CampaignListsBucket is the Object Store bucket of the selections' lists.
+	CampaignListsBucket = "campaign-lists"
+)
+
+// CampaignCommandSubject is where the commands of campaign id are published.
+func CampaignCommandSubject(id string) string { return CampaignCommandPrefix + id }
+
+// CampaignEventSubject is where the events of campaign id are published.
+func CampaignEventSubject(id string) string { return CampaignEventPrefix + id }
+
+// CampaignEntityKey is the key of an entity's phase in CampaignEntitiesBucket.
+func CampaignEntityKey(id, key string) string { return id + "." + key }
