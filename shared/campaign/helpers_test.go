@@ -22,13 +22,25 @@ const example = `{"id": "pucm-2026-12", "reason": "PUCM: control plane upgrade",
 const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 // edit returns the example with the field at path (dotted, with [i] for elements) set to v,
-// or removed when v is del.
-func edit(t testing.TB, path string, v any) []byte {
+// or removed when v is del; more pairs of path and value follow.
+func edit(t testing.TB, path string, v any, more ...any) []byte {
 	t.Helper()
 	var doc any
 	if err := json.Unmarshal([]byte(example), &doc); err != nil {
 		t.Fatal(err)
 	}
+	set(doc, path, v)
+	for i := 0; i+1 < len(more); i += 2 {
+		set(doc, more[i].(string), more[i+1])
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func set(doc any, path string, v any) {
 	parts := strings.Split(strings.ReplaceAll(path, "[", ".["), ".")
 	cur := doc
 	for i, p := range parts {
@@ -54,11 +66,6 @@ func edit(t testing.TB, path string, v any) []byte {
 		}
 		cur = m[p]
 	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 type deletion struct{}
