@@ -125,4 +125,3 @@ func Admit(r domain.Record, c Command, key string) (*domain.CampaignRef, *domain
 	}
 	return &domain.CampaignRef{ID: id, Generation: gen}, nil
 }
-

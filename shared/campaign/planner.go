@@ -110,7 +110,9 @@ func NewPlanner(s *Spec, set Settings, now time.Time) *Planner {
 func (p *Planner) Slots() int { return p.last + 1 }
 
 // SlotStart is when slot k starts.
-func (p *Planner) SlotStart(k int) time.Time { return p.spec.Earliest.Add(time.Duration(k) * p.spec.Slot) }
+func (p *Planner) SlotStart(k int) time.Time {
+	return p.spec.Earliest.Add(time.Duration(k) * p.spec.Slot)
+}
 
 // Count is how many windows start in slot k.
 func (p *Planner) Count(k int) int { return int(p.count[k]) }

@@ -33,7 +33,9 @@ type ListError struct {
 	Err  error
 }
 
-func (e *ListError) Error() string { return fmt.Sprintf("%v: line %d: %v", ErrInvalidList, e.Line, e.Err) }
+func (e *ListError) Error() string {
+	return fmt.Sprintf("%v: line %d: %v", ErrInvalidList, e.Line, e.Err)
+}
 func (e *ListError) Unwrap() []error { return []error{ErrInvalidList, e.Err} }
 
 // MaxListLine bounds a line of a list, resource ID and blanks around it.
