@@ -3,7 +3,6 @@ package campaign
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 	"time"
 
 	"maintsignals/shared/domain"
@@ -79,8 +78,7 @@ type Planner struct {
 	memo     map[*policy.Policy][]int32 // per policy: first allowed slot ≥ k, -1 not known yet
 	memoLeft int
 
-	h   hash.Hash
-	sum []byte
+	buf []byte // seed + "/" + key, hashed
 }
 
 // memoBudget bounds the slots the planner remembers for all policies together (4 bytes each).
@@ -94,7 +92,6 @@ func NewPlanner(s *Spec, set Settings, now time.Time) *Planner {
 		n: s.PreferredSlots(), last: last,
 		count: make([]int32, last+1), next: make([]int32, last+2),
 		memo: map[*policy.Policy][]int32{}, memoLeft: memoBudget,
-		h: sha256.New(), sum: make([]byte, 0, sha256.Size),
 	}
 	for k := range p.next {
 		p.next[k] = int32(k)
@@ -120,12 +117,9 @@ func (p *Planner) Count(k int) int { return int(p.count[k]) }
 // Preferred is the preferred slot of the entity of key: the first 8 bytes of
 // SHA-256(seed + "/" + key), big-endian, modulo across / slot.
 func (p *Planner) Preferred(key string) int {
-	p.h.Reset()
-	p.h.Write([]byte(p.spec.Seed))
-	p.h.Write([]byte{'/'})
-	p.h.Write([]byte(key))
-	p.sum = p.h.Sum(p.sum[:0])
-	return int(binary.BigEndian.Uint64(p.sum) % uint64(p.n))
+	p.buf = append(append(append(p.buf[:0], p.spec.Seed...), '/'), key...)
+	sum := sha256.Sum256(p.buf)
+	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(p.n))
 }
 
 // Reserve counts a window of the entity of key that already starts at start (one placed
