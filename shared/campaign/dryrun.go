@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"maintsignals/shared/domain"
 )
@@ -63,19 +64,55 @@ func (p *Plan) WriteJSON(w io.Writer, withPlan bool) error {
 	}
 	bw.Write(head[:len(head)-1]) // without its closing brace
 	bw.WriteString(`,"plan":[` + "\n")
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
+	var buf []byte
 	for i := range p.Len() {
+		buf = buf[:0]
 		if i > 0 {
-			bw.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		if err := enc.Encode(p.entry(p.At(i))); err != nil {
-			return fmt.Errorf("encode plan: %w", err)
-		}
+		buf = appendEntry(buf, p.entry(p.At(i)))
+		bw.Write(append(buf, '\n'))
 	}
 	bw.WriteString("]}\n")
 	return flush(bw)
 }
+
+// appendEntry writes e as encoding/json would (without HTML escapes), without reflection: a
+// plan of a million entities is written in a fraction of the time.
+func appendEntry(b []byte, e PlannedEntity) []byte {
+	b = appendString(append(b, `{"resourceId":`...), e.ResourceID)
+	if e.Window != nil {
+		b = e.Window.Start.AppendFormat(append(b, `,"window":{"start":"`...), time.RFC3339Nano)
+		b = e.Window.End.AppendFormat(append(b, `","end":"`...), time.RFC3339Nano)
+		b = append(b, `"}`...)
+	}
+	if e.Skipped != "" {
+		b = appendString(append(b, `,"skipped":`...), string(e.Skipped))
+	}
+	if e.Wave != "" {
+		b = appendString(append(b, `,"wave":`...), e.Wave)
+	}
+	return append(b, '}')
+}
+
+// appendString writes s as a JSON string: quotes, backslashes and control bytes escaped
+// (resource IDs are valid UTF-8, which JSON carries as it is).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
 
 func flush(bw *bufio.Writer) error {
 	if err := bw.Flush(); err != nil {

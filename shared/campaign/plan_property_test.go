@@ -172,7 +172,15 @@ func TestPlan_IsDeterministic(t *testing.T) {
 		}
 		shuffled := append(campaign.Selection(nil), tr.sel...)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		again, err := campaign.Select(&campaign.List{Entries: shuffled}, nil, nil)
+		subs, _ := campaign.ParsePrefix("/subscriptions")
+		tenants, _ := campaign.ParsePrefix("/tenants")
+		again, err := campaign.Select(nil, []campaign.Prefix{subs, tenants}, func(yield func(string, string) bool) {
+			for _, e := range shuffled {
+				if !yield(e.Key, e.ResourceID) {
+					return
+				}
+			}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

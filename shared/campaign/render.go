@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"maintsignals/shared/domain"
@@ -67,11 +66,10 @@ func histogram(slots []SlotCount) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nWindow starts per %s (UTC):\n", label)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	width := len(fmt.Sprint(top))
 	for i, n := range rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t\n", origin.Add(time.Duration(i)*unit).Format(layout), bar(n, top, 40), n)
+		fmt.Fprintf(&b, "  %s  %s  %*d\n", origin.Add(time.Duration(i)*unit).Format(layout), bar(n, top, 40), width, n)
 	}
-	tw.Flush()
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package campaign
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -42,7 +43,7 @@ func (e *ListError) Unwrap() []error { return []error{ErrInvalidList, e.Err} }
 const MaxListLine = 4 * domain.MaxResourceIDBytes
 
 // List is a list of resource IDs as the selection's list: its entries sorted by key, one per
-// key (the first casing in the file kept), and the SHA-256 of its bytes.
+// key, and the SHA-256 of its bytes.
 type List struct {
 	Entries Selection
 	SHA256  string
@@ -110,21 +111,40 @@ func bom(line int) []byte {
 	return nil
 }
 
-// normalize sorts entries by key, keeping of each key its first entry.
+// normalize sorts entries by key and keeps one of each key: of IDs that differ only in case,
+// the one that sorts first (byte order), whatever order they came in.
 func normalize(s Selection) Selection {
-	slices.SortStableFunc(s, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(s, func(a, b Entry) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.ResourceID, b.ResourceID))
+	})
 	return slices.CompactFunc(s, func(a, b Entry) bool { return a.Key == b.Key })
+}
+
+// merge is the union of two normalized selections, a's entry kept where both have a key.
+func merge(a, b Selection) Selection {
+	out := make(Selection, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch c := strings.Compare(a[0].Key, b[0].Key); {
+		case c < 0:
+			out, a = append(out, a[0]), a[1:]
+		case c > 0:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // Select is a campaign's selection: the list's entities (list may be nil) and the tracked
 // entities that one of prefixes covers, one entry per key, sorted by key. tracked yields each
 // tracked entity's key and resource ID as first seen ("" for the key's decoded form); it is
 // not read when there are no prefixes. An entity both listed and tracked keeps the list's
-// casing.
+// casing; list must be normalized (as ParseList returns it).
 func Select(list *List, prefixes []Prefix, tracked iter.Seq2[string, string]) (Selection, error) {
-	var out Selection
+	var listed, found Selection
 	if list != nil {
-		out = slices.Clone(list.Entries)
+		listed = list.Entries
 	}
 	if len(prefixes) > 0 && tracked != nil {
 		index := make(map[string]bool, len(prefixes))
@@ -141,10 +161,10 @@ func Select(list *List, prefixes []Prefix, tracked iter.Seq2[string, string]) (S
 					return nil, fmt.Errorf("tracked entity: %w", err)
 				}
 			}
-			out = append(out, Entry{Key: key, ResourceID: id})
+			found = append(found, Entry{Key: key, ResourceID: id})
 		}
 	}
-	out = normalize(out)
+	out := merge(listed, normalize(found))
 	if len(out) > MaxEntities {
 		return nil, fmt.Errorf("the selection has %d entities, at most %d", len(out), MaxEntities)
 	}

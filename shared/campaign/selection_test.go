@@ -19,7 +19,7 @@ func TestParseList_OneIDALineWithCommentsAndBlanks(t *testing.T) {
 		"\n" +
 		"   /subscriptions/a/resourceGroups/rg/providers/P/c1   \n" +
 		"  # indented comment\n" +
-		"/SUBSCRIPTIONS/a/resourcegroups/RG/providers/p/C1\n" + // c1 again, other casing
+		"/SUBSCRIPTIONS/a/resourcegroups/RG/providers/p/C1\n" + // c1 again: the casing that sorts first stays
 		"/subscriptions/a/resourceGroups/rg/providers/P/c3"
 	l, err := campaign.ParseList(strings.NewReader(body))
 	if err != nil {
@@ -30,7 +30,7 @@ func TestParseList_OneIDALineWithCommentsAndBlanks(t *testing.T) {
 		t.Errorf("SHA-256 %s, want that of the bytes", l.SHA256)
 	}
 	want := []string{
-		"/subscriptions/a/resourceGroups/rg/providers/P/c1", // first casing kept
+		"/SUBSCRIPTIONS/a/resourcegroups/RG/providers/p/C1", // of two casings, the one that sorts first
 		"/subscriptions/a/resourceGroups/rg/providers/P/c3",
 		"/subscriptions/B/resourceGroups/rg/providers/P/c2",
 	}
