@@ -17,7 +17,7 @@ func (c *Campaign) advance(t Tally, at time.Time) (*Campaign, []Event) {
 		c.openWaves(t)
 	}
 	if c.Entities > 0 {
-		for done := phases.Done() * 10 / c.Entities; c.Progress < done; {
+		for done := min(10, phases.Done()*10/c.Entities); c.Progress < done; {
 			c.Progress++
 			out = c.emit(out, EventProgress, phases, at)
 			out[len(out)-1].Done = c.Progress

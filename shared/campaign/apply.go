@@ -47,6 +47,7 @@ func Apply(c *Campaign, cmd Control, t Tally, at time.Time) (*Campaign, Effects,
 		out, rej = n.cancel(phases, at)
 	case ActionRetry:
 		out, rej = n.retry(cmd.Phase, phases, at)
+		t = retriedTally(t, cmd.Phase) // what Step is about to make of it
 	case ActionApprove:
 		out, rej = n.approve(cmd.Wave, phases, at)
 	default:
@@ -136,6 +137,18 @@ func (c *Campaign) retry(p Phase, phases Counts, at time.Time) ([]Event, *domain
 	out := c.emit(nil, EventRetried, phases, at)
 	out[0].Phase = p
 	return out, nil
+}
+
+// retriedTally is t with the entities in phase p planned, as the retry plans them.
+func retriedTally(t Tally, p Phase) Tally {
+	t = t.Clone()
+	for i := range t.Waves {
+		t.Waves[i].Add(PhasePlanned, t.Waves[i].Of(p))
+		t.Waves[i].Add(p, -t.Waves[i].Of(p))
+	}
+	t.NoWave.Add(PhasePlanned, t.NoWave.Of(p))
+	t.NoWave.Add(p, -t.NoWave.Of(p))
+	return t
 }
 
 func (c *Campaign) approve(name string, phases Counts, at time.Time) ([]Event, *domain.Rejection) {

@@ -41,14 +41,6 @@ func (p *Plan) Summary() DryRun {
 	return d
 }
 
-func (p *Plan) entry(pl Placement) PlannedEntity {
-	e := PlannedEntity{ResourceID: pl.ResourceID, Window: pl.Window, Skipped: pl.Skipped}
-	if p.spec.explicitWaves && pl.Wave >= 0 {
-		e.Wave = p.spec.Waves[pl.Wave].Name
-	}
-	return e
-}
-
 // WriteJSON writes the dry run as JSON, with the plan when withPlan, one entry a line, in key
 // order: the same plan always writes the same bytes. The plan is streamed, not built whole.
 func (p *Plan) WriteJSON(w io.Writer, withPlan bool) error {
@@ -70,16 +62,35 @@ func (p *Plan) WriteJSON(w io.Writer, withPlan bool) error {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendEntry(buf, p.entry(p.At(i)))
+		buf = p.appendAt(buf, i)
 		bw.Write(append(buf, '\n'))
 	}
 	bw.WriteString("]}\n")
 	return flush(bw)
 }
 
+// appendAt writes the i-th entry, as appendEntry would, without a placement on the heap.
+func (p *Plan) appendAt(b []byte, i int) []byte {
+	e := PlannedEntity{ResourceID: p.sel[i].ResourceID}
+	var w domain.Window
+	switch k := p.slot[i]; k {
+	case skipNoSlot:
+		e.Skipped = NoAllowedSlot
+	case skipNoWave:
+		e.Skipped = NoWave
+	default:
+		w = p.planner.window(int(k))
+		e.Window = &w
+	}
+	if p.spec.explicitWaves && p.wave[i] >= 0 {
+		e.Wave = p.spec.Waves[p.wave[i]].Name
+	}
+	return appendEntry(b, &e)
+}
+
 // appendEntry writes e as encoding/json would (without HTML escapes), without reflection: a
 // plan of a million entities is written in a fraction of the time.
-func appendEntry(b []byte, e PlannedEntity) []byte {
+func appendEntry(b []byte, e *PlannedEntity) []byte {
 	b = appendString(append(b, `{"resourceId":`...), e.ResourceID)
 	if e.Window != nil {
 		b = e.Window.Start.AppendFormat(append(b, `,"window":{"start":"`...), time.RFC3339Nano)
