@@ -23,6 +23,11 @@ type world struct {
 	minNotice   time.Duration
 }
 
+func newWorld(t *testing.T, minNotice time.Duration) *world {
+	return &world{t: t, records: map[string]domain.Record{}, applied: map[string]int{}, minNotice: minNotice,
+		announced: map[string]time.Time{}, finished: map[string]time.Time{}, withdrawn: map[string]int{}}
+}
+
 func (w *world) handle(key string, c campaign.Command, at time.Time) domain.Event {
 	r := w.records[key]
 	if r.State == "" {
@@ -168,8 +173,7 @@ func TestSimulation_ACampaignFromCreationToCompleted(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("/subscriptions/%s/resourceGroups/rg/providers/P/c%03d", []string{"aaaa", "b1", "b2", "b3", "b4"}[i%5], i))
 	}
 	sel := entities(t, ids...)
-	w := &world{t: t, records: map[string]domain.Record{}, applied: map[string]int{}, minNotice: 30 * time.Minute,
-		announced: map[string]time.Time{}, finished: map[string]time.Time{}, withdrawn: map[string]int{}}
+	w := newWorld(t, 30*time.Minute)
 	busy, preempted, cleared := sel[7].Key, sel[100].Key, sel[200].Key
 	w.records[busy] = domain.Record{ResourceID: "x", State: domain.StateUnplanned, Updating: true, Task: domain.TaskEverything}
 	w.records[preempted] = domain.Record{ResourceID: "x", State: domain.StatePending, Window: &domain.Window{Start: utc("2026-12-02T10:00:00Z"), End: utc("2026-12-02T11:00:00Z")}}
@@ -178,22 +182,13 @@ func TestSimulation_ACampaignFromCreationToCompleted(t *testing.T) {
 	f.crashes, f.clear = 20, 200
 	f.control(control(campaign.ActionApprove, `, "wave": "canary"`), created)
 
-	for now := created; now.Before(created.Add(72 * time.Hour)); now = now.Add(time.Minute) {
-		if now.Equal(created.Add(3 * time.Hour)) {
+	f.run(t, created, 72*time.Hour, map[time.Duration]func(time.Time){
+		3 * time.Hour: func(time.Time) {
 			r := w.records[busy]
 			r.Updating, r.State = false, domain.StateNone // its update ends
 			w.records[busy] = r
-		}
-		f.tick(now)
-		f.updater(now)
-		if total := f.tally.Total(); total.Total() != 300 {
-			t.Fatalf("%s: the burndown sums to %d, not the selection", now, total.Total())
-		}
-		f.advance(now)
-		if f.c.Status == campaign.StatusCompleted {
-			break
-		}
-	}
+		},
+	})
 	phases := f.tally.Total()
 	t.Logf("status %s, phases %v, %d events", f.c.Status, phases, len(f.events))
 	if f.c.Status != campaign.StatusCompleted || phases.Finished() != 300 {
@@ -208,19 +203,7 @@ func TestSimulation_ACampaignFromCreationToCompleted(t *testing.T) {
 			t.Errorf("%s: not announced once", k)
 		}
 	}
-	// The rest wave is announced only once every canary entity finished.
-	var canaryDone, restFirst time.Time
-	for _, k := range f.entities {
-		switch {
-		case k.Entity.Wave == 0 && w.finished[k.Key].After(canaryDone):
-			canaryDone = w.finished[k.Key]
-		case k.Entity.Wave == 1 && (restFirst.IsZero() || w.announced[k.Key].Before(restFirst)):
-			restFirst = w.announced[k.Key]
-		}
-	}
-	if !restFirst.After(canaryDone) {
-		t.Errorf("the rest announced from %s, the canary finished at %s", restFirst, canaryDone)
-	}
+	checkWavesInOrder(t, w, f)
 	if e := f.entities[7].Entity; e.Phase != campaign.PhaseSucceeded || w.announced[busy].Before(created.Add(3*time.Hour)) || w.refusedBusy == 0 {
 		t.Errorf("the entity busy at first: %+v, announced %s, refused %d times", e, w.announced[busy], w.refusedBusy)
 	}
@@ -231,6 +214,43 @@ func TestSimulation_ACampaignFromCreationToCompleted(t *testing.T) {
 	progress := slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k != "progress" })
 	if kinds[0] != "created" || kinds[len(kinds)-1] != "completed" || len(progress) != phases.Done()*10/300 {
 		t.Errorf("events %v", kinds)
+	}
+}
+
+// run ticks every minute from created for at most d, calling at each offset its action
+// first, and checks the burndown at every tick; it stops once the campaign is finished.
+func (f *function) run(t *testing.T, created time.Time, d time.Duration, at map[time.Duration]func(time.Time)) {
+	for now := created; now.Before(created.Add(d)); now = now.Add(time.Minute) {
+		if act := at[now.Sub(created)]; act != nil {
+			act(now)
+		}
+		f.tick(now)
+		f.updater(now)
+		if total := f.tally.Total(); total.Total() != len(f.entities) {
+			t.Fatalf("%s: the burndown sums to %d, not the selection", now, total.Total())
+		}
+		f.advance(now)
+		if f.c.Finished {
+			return
+		}
+	}
+}
+
+// checkWavesInOrder checks that the second wave was announced only once every entity of the
+// first had finished.
+func checkWavesInOrder(t *testing.T, w *world, f *function) {
+	t.Helper()
+	var firstDone, secondFirst time.Time
+	for _, k := range f.entities {
+		switch {
+		case k.Entity.Wave == 0 && w.finished[k.Key].After(firstDone):
+			firstDone = w.finished[k.Key]
+		case k.Entity.Wave == 1 && (secondFirst.IsZero() || w.announced[k.Key].Before(secondFirst)):
+			secondFirst = w.announced[k.Key]
+		}
+	}
+	if !secondFirst.After(firstDone) {
+		t.Errorf("the second wave announced from %s, the first finished at %s", secondFirst, firstDone)
 	}
 }
 
@@ -304,31 +324,18 @@ func TestSimulation_PauseWithdrawResumeThenCancel(t *testing.T) {
 	for i := range 200 {
 		ids = append(ids, fmt.Sprintf("/subscriptions/s%d/resourceGroups/rg/providers/P/c%03d", i%9, i))
 	}
-	w := &world{t: t, records: map[string]domain.Record{}, applied: map[string]int{}, minNotice: 30 * time.Minute,
-		announced: map[string]time.Time{}, finished: map[string]time.Time{}, withdrawn: map[string]int{}}
+	w := newWorld(t, 30*time.Minute)
 	f := start(t, w, s, entities(t, ids...), created)
 	f.crashes = 40
 	var pausedPhases campaign.Counts
-	for now := created; now.Before(created.Add(96 * time.Hour)); now = now.Add(time.Minute) {
-		switch now {
-		case created.Add(4 * time.Hour):
-			f.control(control(campaign.ActionPause, `, "withdraw": true`), now)
-		case created.Add(5 * time.Hour):
+	f.run(t, created, 96*time.Hour, map[time.Duration]func(time.Time){
+		4 * time.Hour: func(now time.Time) { f.control(control(campaign.ActionPause, `, "withdraw": true`), now) },
+		5 * time.Hour: func(now time.Time) {
 			pausedPhases = f.tally.Total()
 			f.control(control(campaign.ActionResume, ""), now)
-		case created.Add(9 * time.Hour):
-			f.control(control(campaign.ActionCancel, ""), now)
-		}
-		f.tick(now)
-		f.updater(now)
-		if f.tally.Total().Total() != 200 {
-			t.Fatalf("%s: the burndown sums to %d", now, f.tally.Total().Total())
-		}
-		f.advance(now)
-		if f.c.Finished {
-			break
-		}
-	}
+		},
+		9 * time.Hour: func(now time.Time) { f.control(control(campaign.ActionCancel, ""), now) },
+	})
 	phases := f.tally.Total()
 	t.Logf("paused: %v; at the end %s %v", pausedPhases, f.c.Status, phases)
 	if pausedPhases.Of(campaign.PhaseAnnounced) != 0 || f.crashes != 0 {
