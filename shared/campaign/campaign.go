@@ -65,13 +65,7 @@ type Campaign struct {
 func (c *Campaign) Compiled() *Spec { return c.spec }
 
 // Encode marshals the campaign for its bucket.
-func (c *Campaign) Encode() ([]byte, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("encode campaign: %w", err)
-	}
-	return b, nil
-}
+func (c *Campaign) Encode() ([]byte, error) { return encode("campaign", c) }
 
 // DecodeCampaign reads a campaign from its bucket, compiling its spec again.
 func DecodeCampaign(b []byte) (*Campaign, error) {

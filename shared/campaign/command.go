@@ -22,10 +22,13 @@ type Command struct {
 }
 
 // Encode marshals the command as JSON (IssuedAt as the sender stamped it).
-func (c Command) Encode() ([]byte, error) {
-	b, err := json.Marshal(c)
+func (c Command) Encode() ([]byte, error) { return encode("campaign command", c) }
+
+// encode marshals v, an error naming what it is.
+func encode(what string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode campaign command: %w", err)
+		return nil, fmt.Errorf("encode %s: %w", what, err)
 	}
 	return b, nil
 }

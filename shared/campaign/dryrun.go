@@ -71,15 +71,10 @@ func (p *Plan) WriteJSON(w io.Writer, withPlan bool) error {
 
 // appendAt writes the i-th entry, as appendEntry would, without a placement on the heap.
 func (p *Plan) appendAt(b []byte, i int) []byte {
-	e := PlannedEntity{ResourceID: p.sel[i].ResourceID}
+	e := PlannedEntity{ResourceID: p.sel[i].ResourceID, Skipped: skipOf(p.slot[i])}
 	var w domain.Window
-	switch k := p.slot[i]; k {
-	case skipNoSlot:
-		e.Skipped = NoAllowedSlot
-	case skipNoWave:
-		e.Skipped = NoWave
-	default:
-		w = p.planner.window(int(k))
+	if e.Skipped == "" {
+		w = p.planner.window(int(p.slot[i]))
 		e.Window = &w
 	}
 	if p.spec.explicitWaves && p.wave[i] >= 0 {

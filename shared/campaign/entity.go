@@ -30,13 +30,7 @@ type Entity struct {
 func (e Entity) NeedsPlan() bool { return e.Phase == PhasePlanned && e.Window == nil }
 
 // EncodeEntity marshals an entity for its bucket.
-func EncodeEntity(e Entity) ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encode campaign entity: %w", err)
-	}
-	return b, nil
-}
+func EncodeEntity(e Entity) ([]byte, error) { return encode("campaign entity", e) }
 
 // DecodeEntity reads an entity from its bucket.
 func DecodeEntity(b []byte) (Entity, error) {

@@ -1,8 +1,6 @@
 package campaign
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -51,13 +49,7 @@ type Event struct {
 }
 
 // Encode marshals the event's body.
-func (e Event) Encode() ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encode campaign event: %w", err)
-	}
-	return b, nil
-}
+func (e Event) Encode() ([]byte, error) { return encode("campaign event", e) }
 
 // Subject is where the event is published.
 func (e Event) Subject() string { return domain.CampaignEventSubject(e.Campaign) }

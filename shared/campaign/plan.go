@@ -99,17 +99,23 @@ type Placement struct {
 // At is the placement of the i-th entity, in key order.
 func (p *Plan) At(i int) Placement {
 	e := p.sel[i]
-	pl := Placement{Key: e.Key, ResourceID: e.ResourceID, Wave: int(p.wave[i])}
-	switch k := p.slot[i]; k {
-	case skipNoSlot:
-		pl.Skipped = NoAllowedSlot
-	case skipNoWave:
-		pl.Skipped = NoWave
-	default:
-		w := p.planner.window(int(k))
+	pl := Placement{Key: e.Key, ResourceID: e.ResourceID, Wave: int(p.wave[i]), Skipped: skipOf(p.slot[i])}
+	if pl.Skipped == "" {
+		w := p.planner.window(int(p.slot[i]))
 		pl.Window = &w
 	}
 	return pl
+}
+
+// skipOf is the reason of a skip stored as a slot, "" for a slot.
+func skipOf(k int32) Reason {
+	switch k {
+	case skipNoSlot:
+		return NoAllowedSlot
+	case skipNoWave:
+		return NoWave
+	}
+	return ""
 }
 
 // All yields every placement in key order.
