@@ -26,7 +26,10 @@ func fleetIDs(n int) []string {
 	return ids
 }
 
-func fleetPolicies(b testing.TB, n int) campaign.Policies {
+func fleetPolicies(b testing.TB, n int) campaign.Policies { return fleetPoliciesEvery(b, n, 10) }
+
+// fleetPoliciesEvery puts one subscription in every under a policy.
+func fleetPoliciesEvery(b testing.TB, n, every int) campaign.Policies {
 	var pols []*policy.Policy
 	for i, w := range []policy.Window{
 		{RRule: "FREQ=DAILY", Start: "22:00", Duration: "6h"},
@@ -41,7 +44,7 @@ func fleetPolicies(b testing.TB, n int) campaign.Policies {
 	}
 	bySub := map[string]*policy.Policy{} // a tenth of the subscriptions, as a store's cache would hold them
 	for i, id := range fleetIDs(n) {
-		if i%100 == 0 && (i/100)%10 == 3 {
+		if i%100 == 0 && (i/100)%every == every/3 {
 			bySub[campaign.SubscriptionKey(domainKey(id))] = pols[(i/1000)%len(pols)]
 		}
 	}
@@ -59,8 +62,9 @@ func fleet(b *testing.B, n int) (*campaign.Spec, campaign.Selection, campaign.Po
 
 var planAt = utc("2026-11-20T00:00:00Z")
 
-func benchmarkPlan(b *testing.B, n int) {
-	s, sel, pols := fleet(b, n)
+func benchmarkPlan(b *testing.B, n, every int) {
+	s, sel, _ := fleet(b, n)
+	pols := fleetPoliciesEvery(b, n, every)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var p *campaign.Plan
@@ -72,8 +76,12 @@ func benchmarkPlan(b *testing.B, n int) {
 	b.ReportMetric(float64(len(p.Slots())), "slots")
 }
 
-func BenchmarkPlan_100k(b *testing.B) { benchmarkPlan(b, 100_000) }
-func BenchmarkPlan_1M(b *testing.B)   { benchmarkPlan(b, 1_000_000) }
+func BenchmarkPlan_100k(b *testing.B) { benchmarkPlan(b, 100_000, 10) }
+func BenchmarkPlan_1M(b *testing.B)   { benchmarkPlan(b, 1_000_000, 10) }
+
+// BenchmarkPlan_1M_AllUnderPolicies: every subscription under one of the policies, which
+// leave a quarter to a third of the slots allowed.
+func BenchmarkPlan_1M_AllUnderPolicies(b *testing.B) { benchmarkPlan(b, 1_000_000, 1) }
 
 // BenchmarkDryRun_1M is what `campaign create --dry-run --plan -o json` does after reading its
 // list: select, plan and write every entity's window.
