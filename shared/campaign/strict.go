@@ -49,15 +49,10 @@ func decodeStrict(body []byte, limit int, what string, v any) *domain.Rejection 
 
 type walker struct{ dec *json.Decoder }
 
-var rawType = reflect.TypeFor[json.RawMessage]()
-
 func (w *walker) value(t reflect.Type, path string) *domain.Rejection {
 	tok, err := w.dec.Token()
 	if err != nil {
 		return domain.InvalidParameter(path, "is not valid JSON")
-	}
-	if t == rawType {
-		return w.skip(tok, path)
 	}
 	if tok == nil {
 		if t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
@@ -132,26 +127,6 @@ func (w *walker) object(t reflect.Type, path string) *domain.Rejection {
 	}
 	_, _ = w.dec.Token() // }
 	return nil
-}
-
-// skip consumes the rest of a value that starts with tok.
-func (w *walker) skip(tok json.Token, path string) *domain.Rejection {
-	for depth := 0; ; {
-		if d, ok := tok.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-			} else {
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
-		var err error
-		if tok, err = w.dec.Token(); err != nil {
-			return domain.InvalidParameter(path, "is not valid JSON")
-		}
-	}
 }
 
 func join(path, key string) string {
