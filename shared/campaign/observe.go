@@ -1,9 +1,8 @@
 package campaign
 
 import (
-	"time"
-
 	"fmt"
+	"time"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
