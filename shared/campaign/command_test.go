@@ -48,6 +48,21 @@ func TestCommandIDs_TheContractsForms(t *testing.T) {
 	}
 }
 
+func TestEventTypes_TheContractsNames(t *testing.T) {
+	for _, ty := range campaign.EventTypes {
+		if !strings.HasPrefix(string(ty), "io.maintsignals.campaign.") || strings.Count(string(ty), ".") != 3 {
+			t.Errorf("%s", ty)
+		}
+	}
+	if got := campaign.OutcomeType(domain.OutcomeDuplicate); got != "io.maintsignals.campaign.command.duplicate" {
+		t.Errorf("%s", got)
+	}
+	if ev := (campaign.Event{Campaign: "c"}); ev.Subject() != "maint.campaign.evt.c" || domain.CampaignCommandSubject("c") != "maint.campaign.cmd.c" ||
+		domain.CampaignEntityKey("c", "k/x") != "c.k/x" {
+		t.Errorf("subjects %s", ev.Subject())
+	}
+}
+
 func TestAnnouncementAndWithdrawal_OrdinaryCommandsWithTheCampaignsFields(t *testing.T) {
 	c := live(t, campaign.StatusActive)
 	e := ent(campaign.PhasePlanned, 1)

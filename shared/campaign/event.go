@@ -27,6 +27,10 @@ const (
 // EventTypes lists every lifecycle event type.
 var EventTypes = []EventType{EventCreated, EventPaused, EventResumed, EventApproved, EventRetried, EventHalted, EventCancelled, EventCompleted, EventProgress}
 
+// OutcomeType is the CloudEvents type of a campaign command's outcome event:
+// io.maintsignals.campaign.command.applied, ….rejected, ….duplicate.
+func OutcomeType(o domain.Outcome) string { return "io.maintsignals.campaign.command." + string(o) }
+
 // Short is the type's last word ("progress").
 func (t EventType) Short() string { return string(t)[strings.LastIndexByte(string(t), '.')+1:] }
 
