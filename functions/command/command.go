@@ -178,7 +178,10 @@ func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Comman
 // writes it.
 func (d *Applier) reject(ctx context.Context, key string, msg function.Message, cmd domain.Command, rej *domain.Rejection) error {
 	state := domain.StateNone
-	var rev uint64
+	var (
+		rev uint64
+		ref *domain.CampaignRef
+	)
 	if key != "" {
 		rec, r, err := d.records.Get(ctx, key)
 		switch {
@@ -187,13 +190,13 @@ func (d *Applier) reject(ctx context.Context, key string, msg function.Message, 
 				d.log.Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
 				return nil
 			}
-			state, rev = rec.State, r
+			state, rev, ref = rec.State, r, rec.Campaign
 		case !errors.Is(err, store.ErrInvalidKey):
 			return readError(err)
 		}
 	}
 	ev := domain.Rejected(cmd, state, rej, d.now().UTC())
-	ev.Revision, ev.CommandSeq = rev, msg.Seq
+	ev.Revision, ev.CommandSeq, ev.Campaign = rev, msg.Seq, ref
 	return d.rejected(ctx, key, cmd, ev)
 }
 

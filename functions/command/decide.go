@@ -72,6 +72,9 @@ func decide(rec domain.Record, cmd domain.Command, d delivery, rules settings, a
 		return decision{Action: actReread, Why: "remembered record would not apply it"}
 	}
 	dec.Event.CommandSeq = d.Seq
+	if dec.Action == actReject || dec.Action == actDuplicate {
+		dec.Event.Campaign = rec.Campaign // the record's campaign, unchanged
+	}
 	return dec
 }
 
@@ -89,6 +92,13 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	if rej := signedOnce(rec, cmd, d.StoredAt, rules.MaxCommandAge); rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired"}
 	}
+	ref, held, rej := campaignRules(rec, cmd)
+	switch {
+	case held:
+		return decision{Action: actDuplicate, Event: domain.Duplicate(cmd, rec.State, at), Why: "the entity holds this campaign generation's window"}
+	case rej != nil:
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "campaign rules"}
+	}
 	if rej := domain.CheckNotice(cmd, d.StoredAt, rules.MinNotice); rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "too little notice"}
 	}
@@ -101,8 +111,11 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	if rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "not allowed"}
 	}
+	if ref != nil {
+		next.Campaign = ref
+	}
 	ev := domain.Applied(cmd, tr, at)
-	ev.CommandSeq = d.Seq
+	ev.CommandSeq, ev.Campaign = d.Seq, domain.EventCampaign(rec, next)
 	next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
 	next.Remember(cmd.ID)
 	next.LastEvent = &ev

@@ -14,11 +14,9 @@ import (
 
 // Command is a command a campaign sends to an entity: an ordinary command of the messaging
 // contract with the fields campaigns add, campaign (on its Pending) and ifCampaign (on its
-// withdrawal). Encode writes them flat, beside the command's own fields.
+// withdrawal), which domain.Command carries.
 type Command struct {
 	domain.Command
-	Campaign   string `json:"campaign,omitempty"`
-	IfCampaign string `json:"ifCampaign,omitempty"`
 }
 
 // Encode marshals the command as JSON (IssuedAt as the sender stamped it).
@@ -81,8 +79,8 @@ func ParseCommandID(id string) (campaign string, generation int, withdraw bool, 
 func Announcement(c *Campaign, key string, e Entity) Command {
 	return Command{Command: domain.Command{
 		ID: AnnounceID(c.ID, e.Generation, key), ResourceID: e.ResourceID, Task: domain.TaskPending,
-		Reason: c.Spec.Reason, Window: e.Window, Actor: Actor(c.ID),
-	}, Campaign: c.ID}
+		Reason: c.Spec.Reason, Window: e.Window, Actor: Actor(c.ID), Campaign: c.ID,
+	}}
 }
 
 // Withdrawal is the None that withdraws the entity's announced window, and only while the
@@ -94,8 +92,8 @@ func Withdrawal(c *Campaign, key string, e Entity) Command {
 	}
 	return Command{Command: domain.Command{
 		ID: WithdrawID(c.ID, e.Generation, key), ResourceID: e.ResourceID, Task: domain.TaskNone,
-		Reason: fmt.Sprintf("campaign %s %s: its window is withdrawn", c.ID, why), Actor: Actor(c.ID),
-	}, IfCampaign: c.ID}
+		Reason: fmt.Sprintf("campaign %s %s: its window is withdrawn", c.ID, why), Actor: Actor(c.ID), IfCampaign: c.ID,
+	}}
 }
 
 // Admit is the command function's rule for a command that carries campaign or ifCampaign,

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 
 	"maintsignals/shared/domain"
@@ -14,7 +13,7 @@ import (
 // Limits of a campaign's spec.
 const (
 	MaxSpecBytes   = domain.MaxCommandBytes
-	MaxIDLength    = 40
+	MaxIDLength    = domain.MaxCampaignIDLength
 	MaxPrefixes    = 1000 // in the selection, and in each wave
 	MaxWaves       = 20
 	MaxEntities    = 2_000_000 // in a list, and selected
@@ -28,10 +27,8 @@ const (
 	MaxPerSlotCap  = 1_000_000
 )
 
-var idPattern = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
-
 // ValidID reports whether id is a campaign id: 1–40 of [a-z0-9-].
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+func ValidID(id string) bool { return domain.ValidCampaignID(id) }
 
 // Document is a campaign's spec as it is written and sent: the JSON of the contract's fleet
 // campaigns. Durations and times stay as written; Compile reads and checks them.

@@ -44,3 +44,33 @@ func CampaignEventSubject(id string) string { return CampaignEventPrefix + id }
 
 // CampaignEntityKey is the key of an entity's phase in CampaignEntitiesBucket.
 func CampaignEntityKey(id, key string) string { return id + "." + key }
+
+// MaxCampaignIDLength bounds a campaign id: 1–40 of [a-z0-9-].
+const MaxCampaignIDLength = 40
+
+// ValidCampaignID reports whether id is a campaign id: 1–40 of [a-z0-9-].
+func ValidCampaignID(id string) bool {
+	if id == "" || len(id) > MaxCampaignIDLength {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validateCampaign checks the campaign fields: each a campaign id; campaign only on a Pending
+// (the campaign rules of the command function check the rest).
+func (c *Command) validateCampaign() *Rejection {
+	switch {
+	case c.Campaign != "" && !ValidCampaignID(c.Campaign):
+		return InvalidParameter("campaign", "must be a campaign id, 1-%d characters of [a-z0-9-]", MaxCampaignIDLength)
+	case c.Campaign != "" && c.Task != TaskPending:
+		return InvalidParameter("campaign", "is allowed only with Pending")
+	case c.IfCampaign != "" && !ValidCampaignID(c.IfCampaign):
+		return InvalidParameter("ifCampaign", "must be a campaign id, 1-%d characters of [a-z0-9-]", MaxCampaignIDLength)
+	}
+	return nil
+}

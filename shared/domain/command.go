@@ -61,6 +61,11 @@ type Command struct {
 	// IssuedAt (RFC 3339) is when the sender issued the command. A signed command must carry
 	// it, inside the signed body: it bounds how long a captured command could be replayed.
 	IssuedAt string `json:"issuedAt,omitempty"`
+	// Campaign is set on a fleet campaign's Pending: the campaign whose window it announces.
+	Campaign string `json:"campaign,omitempty"`
+	// IfCampaign makes the command apply only while the entity's window is that campaign's
+	// (a campaign withdraws its windows with it).
+	IfCampaign string `json:"ifCampaign,omitempty"`
 
 	// SignerKey is the public key that signed the command, once its signature is verified
 	// (never read from the body).
@@ -280,7 +285,7 @@ func (c *Command) Validate(key, msgID string) *Rejection {
 			return InvalidParameter("window.end", "must be after window.start")
 		}
 	}
-	return nil
+	return c.validateCampaign()
 }
 
 func checkText(field, s string, max int) *Rejection {
