@@ -39,7 +39,7 @@ func TestDecide_Campaigns(t *testing.T) {
 		rec       domain.Record
 		cmd       domain.Command
 		want      action
-		target    string             // of a rejection
+		target    string              // of a rejection
 		recordRef *domain.CampaignRef // the next record's campaign, when applied
 		eventRef  *domain.CampaignRef // the outcome event's campaign
 	}{
