@@ -185,7 +185,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 		{
 			Name:        domain.EventsStream,
 			Description: "Maintenance-signal outcome events, one per command (audit history)",
-			Subjects:    []string{domain.EventPrefix + "*"},
+			Subjects:    []string{domain.EventPrefix + "*", domain.CampaignEventPrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.EventsMaxAge,
 			Duplicates:  c.DuplicateWindow,
@@ -202,6 +202,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
 		},
+		campaignStream(c),
 		{
 			Name:        domain.DLQStream,
 			Description: "Maintenance-signal commands that could not be handled, with the reason",
@@ -299,9 +300,10 @@ func Consumers(c Config) []StreamConsumer {
 	}
 	// Each function has its own consumer of the same ticks: the ticks stay in the stream
 	// (limits retention), and each consumer hands every tick to one replica of its function.
-	return append(out,
+	out = append(out,
 		tickConsumer(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
 		tickConsumer(domain.NoticesConsumer, "notices function: one replica serves each tick"))
+	return append(out, campaignConsumers(c, tickConsumer)...)
 }
 
 // EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
@@ -325,6 +327,10 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		rep = append(rep, ch)
 	}
 	rep = append(rep, ensureBucket(ctx, js, Bucket(c)))
+	for _, b := range CampaignBuckets(c) {
+		rep = append(rep, ensureBucket(ctx, js, b))
+	}
+	rep = append(rep, ensureObjectStore(ctx, js, CampaignLists(c)))
 	for _, sc := range Consumers(c) {
 		if failed[sc.Stream] {
 			continue // its stream is not as it should be: the report says why

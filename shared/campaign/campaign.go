@@ -58,6 +58,20 @@ type Campaign struct {
 	CreatedAt  time.Time   `json:"createdAt"`
 	UpdatedAt  time.Time   `json:"updatedAt"`
 
+	// What the campaign function keeps beside the state the rules decide:
+	// Tally is the entities' phases as last counted, wave by wave (the status and the list
+	// read it, not every entity).
+	Tally Tally `json:"tally"`
+	// EventsSeq is how far the function has read MAINT_EVENTS for this campaign: the
+	// outcome events after it are still to be observed.
+	EventsSeq uint64 `json:"eventsSeq"`
+	// Commands are the campaign commands applied lately (at most MaxRemembered), so that one
+	// sent again is a duplicate.
+	Commands []Applied `json:"commands,omitempty"`
+	// Outbox is what the last decision publishes: written with the state it decided, then
+	// published, then cleared (see Message).
+	Outbox []Message `json:"outbox,omitempty"`
+
 	spec *Spec
 }
 
@@ -80,6 +94,13 @@ func DecodeCampaign(b []byte) (*Campaign, error) {
 	if len(c.Waves) != len(s.Waves) {
 		return nil, fmt.Errorf("decode campaign %s: %d wave states for %d waves", c.ID, len(c.Waves), len(s.Waves))
 	}
+	switch len(c.Tally.Waves) {
+	case 0:
+		c.Tally.Waves = make([]Counts, len(s.Waves))
+	case len(s.Waves):
+	default:
+		return nil, fmt.Errorf("decode campaign %s: counts of %d waves for %d waves", c.ID, len(c.Tally.Waves), len(s.Waves))
+	}
 	c.spec = s
 	return &c, nil
 }
@@ -88,6 +109,9 @@ func (c *Campaign) clone() *Campaign {
 	n := *c
 	n.Waves = slices.Clone(c.Waves)
 	n.Retries = slices.Clone(c.Retries)
+	n.Tally = c.Tally.Clone()
+	n.Commands = slices.Clone(c.Commands)
+	n.Outbox = slices.Clone(c.Outbox)
 	return &n
 }
 
@@ -107,5 +131,5 @@ func (c *Campaign) Swept(generation int) *Campaign {
 // NewCampaign is a campaign created from spec at at, planning.
 func NewCampaign(s *Spec, at time.Time) *Campaign {
 	return &Campaign{ID: s.ID, Spec: s.Document(), Digest: s.Digest(), Status: StatusPlanning, Generation: 1,
-		Waves: make([]WaveState, len(s.Waves)), CreatedAt: at, UpdatedAt: at, spec: s}
+		Waves: make([]WaveState, len(s.Waves)), Tally: NewTally(s), CreatedAt: at, UpdatedAt: at, spec: s}
 }

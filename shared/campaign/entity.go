@@ -24,6 +24,9 @@ type Entity struct {
 	Withdrawing bool `json:"withdrawing,omitempty"`
 	// RetryAt: a command refused for a reason that may pass is sent again from then.
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// EventSeq is the MAINT_EVENTS sequence of the last outcome event observed: one at or
+	// before it is not observed again (the function reads the events again after a crash).
+	EventSeq uint64 `json:"eventSeq,omitempty"`
 }
 
 // NeedsPlan reports whether the entity waits for a window (Replan gives it one).

@@ -133,8 +133,8 @@ func (c *Counts) UnmarshalJSON(b []byte) error {
 
 // Tally is the counts of a campaign's entities, wave by wave.
 type Tally struct {
-	Waves  []Counts // by index in Spec.Waves
-	NoWave Counts   // the entities no wave covers (all skipped)
+	Waves  []Counts `json:"waves"`  // by index in Spec.Waves
+	NoWave Counts   `json:"noWave"` // the entities no wave covers (all skipped)
 }
 
 // NewTally is an empty tally for a spec.

@@ -34,6 +34,9 @@ const (
 	CampaignsBucket = "campaigns"
 	// CampaignListsBucket is the Object Store bucket of the selections' lists.
 	CampaignListsBucket = "campaign-lists"
+	// CampaignConsumer is the campaign function's durable consumer, on the campaign commands
+	// and on the ticks.
+	CampaignConsumer = "campaign"
 )
 
 // CampaignCommandSubject is where the commands of campaign id are published.

@@ -27,10 +27,12 @@ const (
 // Role is what a signer may do.
 type Role string
 
-// Roles. Admins announce maintenance and start updates; updaters report their outcome.
+// Roles. Admins announce maintenance and start updates; updaters report their outcome; the
+// campaign function announces and withdraws its campaigns' windows (Pending and None only).
 const (
-	RoleAdmin   Role = "admin"
-	RoleUpdater Role = "updater"
+	RoleAdmin    Role = "admin"
+	RoleUpdater  Role = "updater"
+	RoleCampaign Role = "campaign"
 )
 
 // Allows reports whether the role may send task.
@@ -40,6 +42,8 @@ func (r Role) Allows(t domain.Task) bool {
 		return t.Kind() == domain.KindSignal || t.Kind() == domain.KindUpdate
 	case RoleUpdater:
 		return t.Kind() == domain.KindOutcome
+	case RoleCampaign:
+		return t == domain.TaskPending || t == domain.TaskNone
 	}
 	return false
 }
@@ -88,8 +92,8 @@ func NewPolicy(required bool, signers []Signer) (*Policy, error) {
 			return nil, fmt.Errorf("%w: signer %q has no role", ErrInvalidPolicy, s.Name)
 		}
 		for _, r := range s.Roles {
-			if r != RoleAdmin && r != RoleUpdater {
-				return nil, fmt.Errorf("%w: signer %q: unknown role %q (admin, updater)", ErrInvalidPolicy, s.Name, r)
+			if r != RoleAdmin && r != RoleUpdater && r != RoleCampaign {
+				return nil, fmt.Errorf("%w: signer %q: unknown role %q (admin, updater, campaign)", ErrInvalidPolicy, s.Name, r)
 			}
 		}
 		for _, k := range s.keys() {

@@ -47,6 +47,10 @@ func TestRole_AllowsItsTasksOnly(t *testing.T) {
 		if signing.RoleUpdater.Allows(task) != outcome {
 			t.Errorf("updater allows %s: %t", task, outcome)
 		}
+		announce := task == domain.TaskPending || task == domain.TaskNone
+		if signing.RoleCampaign.Allows(task) != announce {
+			t.Errorf("campaign allows %s: %t", task, !announce)
+		}
 	}
 }
 
