@@ -1,0 +1,199 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignstore"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/signing"
+)
+
+// Fleet campaigns (README, Fleet campaigns): send a campaign command and wait for its outcome;
+// read a campaign's status, every campaign, a campaign's entities.
+
+// CampaignOutcomeError is returned with the outcome when a campaign command was refused or
+// dead-lettered.
+type CampaignOutcomeError struct{ Outcome campaign.Outcome }
+
+func (e *CampaignOutcomeError) Error() string {
+	o := e.Outcome
+	s := fmt.Sprintf("campaign command %s (%s %s) %s", o.CommandID, o.Action, o.Campaign, o.Outcome)
+	if o.Code != "" {
+		s += ": " + string(o.Code)
+	}
+	if o.Target != "" {
+		s += " (target " + o.Target + ")"
+	}
+	if o.Message != "" {
+		s += ": " + o.Message
+	}
+	return s
+}
+
+// SendCampaign publishes ctl on maint.campaign.cmd.<campaign> with Nats-Msg-Id = ctl.ID
+// (signed when the client has a key) and waits, until ctx ends, for its outcome on
+// maint.campaign.evt.<campaign>. A refused or dead-lettered command returns the outcome and a
+// *CampaignOutcomeError; none in time, an error wrapping ErrNoOutcome.
+func (c *Client) SendCampaign(ctx context.Context, ctl campaign.Control) (campaign.Outcome, error) {
+	msg, err := c.controlMsg(&ctl)
+	if err != nil {
+		return campaign.Outcome{}, err
+	}
+	subject := domain.CampaignEventSubject(ctl.Campaign)
+	var out campaign.Outcome
+	err = c.Guard(ctx, subject, func(ctx context.Context) error {
+		sub, err := c.NC.SubscribeSync(subject)
+		if err != nil {
+			return fmt.Errorf("subscribe to campaign events: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := c.NC.FlushWithContext(ctx); err != nil {
+			return fmt.Errorf("subscribe to campaign events: %w", err)
+		}
+		ack, err := c.pub.PublishMsg(ctx, msg)
+		if err != nil {
+			return fmt.Errorf("publish campaign command %s: %w", ctl.ID, notProvisioned(err))
+		}
+		found := false
+		if ack.Duplicate { // its outcome may be out already
+			out, found, err = c.storedOutcome(ctx, ctl)
+			if err != nil {
+				return err
+			}
+		}
+		for !found {
+			m, err := sub.NextMsgWithContext(ctx)
+			if err != nil {
+				return fmt.Errorf("%w for campaign command %s: %w", ErrNoOutcome, ctl.ID, err)
+			}
+			out, found = outcomeOf(m.Data, ctl.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	if Failed(out.Outcome) {
+		return out, &CampaignOutcomeError{Outcome: out}
+	}
+	return out, nil
+}
+
+// outcomeOf reads a campaign event: the outcome of command id, or not.
+func outcomeOf(data []byte, id string) (campaign.Outcome, bool) {
+	var o campaign.Outcome
+	if json.Unmarshal(data, &o) != nil || o.CommandID != id || o.Outcome == "" {
+		return campaign.Outcome{}, false
+	}
+	return o, true
+}
+
+// storedOutcome looks for the outcome of ctl among the campaign's stored events.
+func (c *Client) storedOutcome(ctx context.Context, ctl campaign.Control) (campaign.Outcome, bool, error) {
+	var out campaign.Outcome
+	found := false
+	err := c.eachStored(ctx, domain.EventsStream, domain.CampaignEventSubject(ctl.Campaign), "campaign events", func(data []byte, _ uint64) error {
+		if o, ok := outcomeOf(data, ctl.ID); ok {
+			out, found = o, true
+		}
+		return nil
+	})
+	return out, found, err
+}
+
+// controlMsg checks ctl and builds its message: issuedAt and a signature when the client has
+// a key.
+func (c *Client) controlMsg(ctl *campaign.Control) (*nats.Msg, error) {
+	if c.signer != nil && ctl.IssuedAt == "" {
+		ctl.IssuedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	body, err := json.Marshal(ctl)
+	if err != nil {
+		return nil, fmt.Errorf("encode campaign command: %w", err)
+	}
+	if _, rej := campaign.DecodeControl(body, ctl.Campaign, ctl.ID); rej != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
+	}
+	msg := nats.NewMsg(domain.CampaignCommandSubject(ctl.Campaign))
+	msg.Data = body
+	msg.Header.Set(domain.HeaderMsgID, ctl.ID)
+	if c.signer != nil {
+		if err := signing.Sign(c.signer, body, msg.Header); err != nil {
+			return nil, err
+		}
+	}
+	return msg, nil
+}
+
+// ErrNoCampaign is returned for a campaign that does not exist.
+var ErrNoCampaign = errors.New("no such campaign")
+
+// campaigns opens the campaigns' buckets.
+func (c *Client) campaigns(ctx context.Context) (*campaignstore.Store, error) {
+	s, err := campaignstore.Open(ctx, c.JS)
+	if err != nil {
+		return nil, notProvisioned(err)
+	}
+	return s, nil
+}
+
+// Campaign reads campaign id; ErrNoCampaign when there is none.
+func (c *Client) Campaign(ctx context.Context, id string) (*campaign.Campaign, error) {
+	var out *campaign.Campaign
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		s, err := c.campaigns(ctx)
+		if err != nil {
+			return err
+		}
+		out, _, err = s.Campaign(ctx, id)
+		if err == nil && out == nil {
+			err = fmt.Errorf("%w: %s", ErrNoCampaign, id)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Campaigns reads every campaign, by id.
+func (c *Client) Campaigns(ctx context.Context) ([]*campaign.Campaign, error) {
+	var out []*campaign.Campaign
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		s, err := c.campaigns(ctx)
+		if err != nil {
+			return err
+		}
+		ids, err := s.IDs(ctx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			cp, _, err := s.Campaign(ctx, id)
+			if err != nil {
+				return err
+			}
+			if cp != nil {
+				out = append(out, cp)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CampaignEntities calls fn for every entity of campaign id, in one pass (not in key order).
+func (c *Client) CampaignEntities(ctx context.Context, id string, fn func(campaignstore.Stored) error) error {
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		s, err := c.campaigns(ctx)
+		if err != nil {
+			return err
+		}
+		return s.Entities(ctx, id, fn)
+	})
+}
