@@ -50,13 +50,10 @@ func (f *Function) readOutcomes(ctx context.Context, from uint64) (outcomes, err
 	}
 	until := min(last, from+maxEventsPerRead)
 	out := outcomes{byCampaign: map[string][]observed{}, upTo: until}
-	cons, err := f.js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{domain.EventPrefix + "*"}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1,
-	})
-	if err != nil {
-		return outcomes{}, fmt.Errorf("read outcome events: %w", err)
 	}
-	err = campaignstore.Drain(ctx, cons, until, func(m jetstream.Msg, seq uint64) error {
+	err = campaignstore.Read(ctx, f.js, domain.EventsStream, cfg, until, func(m jetstream.Msg, seq uint64) error {
 		if !bytes.Contains(m.Data(), []byte("campaign")) {
 			return nil
 		}

@@ -49,7 +49,7 @@ func newStack(t *testing.T, cfg Config, opts ...testenv.Option) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	cmd, err := commandfn.New(ctx, env.JS, commandfn.Config{EntityRate: -1})
+	cmd, err := commandfn.New(ctx, env.JS, commandfn.Config{EntityRate: -1, MinNotice: cfg.MinNotice})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func (e stored) lifecycle() core.Event {
 // applied counts, per entity key, the applied Pendings of campaign id's generation gen.
 func (s *stack) applied(id string, gen int) map[string]int {
 	out := map[string]int{}
-	for _, ev := range testenv.Events(s.t, s.env.JS, domain.EventPrefix+"*") {
+	for _, ev := range s.events() {
 		cid, g, withdraw, _, ok := core.ParseCommandID(ev.CommandID)
 		if ok && cid == id && g == gen && !withdraw && ev.Outcome == domain.OutcomeApplied {
 			out[domain.MustKey(ev.ResourceID)]++
@@ -235,3 +235,19 @@ func (s *stack) report(id string) *core.Campaign {
 }
 
 func t0ctx() context.Context { return context.Background() }
+
+// events are every outcome event of the entities, oldest first.
+func (s *stack) events() []domain.Event {
+	s.t.Helper()
+	var out []domain.Event
+	err := campaignstore.Read(context.Background(), s.env.JS, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}}, 0,
+		func(m jetstream.Msg, _ uint64) error {
+			ev, err := domain.DecodeEvent(m.Data())
+			out = append(out, ev)
+			return err
+		})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return out
+}

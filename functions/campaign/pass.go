@@ -64,8 +64,8 @@ func (f *Function) runPass(ctx context.Context, id string, evs []observed, upTo 
 		return err
 	}
 	p.observe(ctx, evs)
-	p.step()
-	p.replan()
+	p.step(nil)
+	p.step(p.replan()) // what got a window may be due at once
 	if err := p.publish(ctx); err != nil {
 		if errors.Is(err, errMoved) {
 			f.log.Info("campaign changed during the pass; the next pass carries on", "campaign", id)
@@ -132,9 +132,15 @@ func (f *Function) observe(ctx context.Context, c *core.Campaign, set core.Setti
 	return n
 }
 
-// step steps every entity, keeping the commands it decides.
-func (p *pass) step() {
-	for i := range p.ents {
+// step steps the entities at idx (nil: every entity), keeping the commands it decides.
+func (p *pass) step(idx []int) {
+	if idx == nil {
+		idx = make([]int, len(p.ents))
+		for i := range idx {
+			idx[i] = i
+		}
+	}
+	for _, i := range idx {
 		s := &p.ents[i]
 		var pol *policy.Policy
 		if p.pol != nil {
@@ -148,18 +154,25 @@ func (p *pass) step() {
 	}
 }
 
-// replan gives a window to the entities that need one, around the windows the others hold.
-func (p *pass) replan() {
+// replan gives a window to the entities that need one, around the windows the others hold,
+// and returns those it planned (an empty, non-nil list when none).
+func (p *pass) replan() []int {
+	planned := []int{}
 	if !slices.ContainsFunc(p.ents, func(s campaignstore.Stored) bool { return s.Entity.NeedsPlan() }) {
-		return
+		return planned
 	}
 	keyed := make([]core.Keyed, len(p.ents))
 	for i, s := range p.ents {
 		keyed[i] = core.Keyed{Key: s.Key, Entity: s.Entity}
 	}
 	for _, k := range core.Replan(p.c.Compiled(), p.set, p.now, keyed, p.pol) {
-		p.ents[p.index[k.Key]].Entity = k.Entity
+		i := p.index[k.Key]
+		p.ents[i].Entity = k.Entity
+		if k.Entity.Window != nil {
+			planned = append(planned, i)
+		}
 	}
+	return planned
 }
 
 // sameEntity reports whether two entities are the same, windows by value.

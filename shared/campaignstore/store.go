@@ -7,10 +7,12 @@
 package campaignstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -153,13 +155,26 @@ func (s *Store) Entity(ctx context.Context, id, key string) (Stored, bool, error
 // one pass over the stream as it is when the scan starts (an ordered consumer delivering the
 // last message per subject); fn's error stops it.
 func ScanLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg, uint64) error) error {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+	return Read(ctx, js, stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-	})
+	}, 0, fn)
+}
+
+// Read reads stream through an ordered consumer of cfg until nothing is pending (or, with
+// until > 0, up to stream sequence until), then deletes the consumer: passes every tick
+// would otherwise leave one behind each until it expires.
+func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, until uint64, fn func(jetstream.Msg, uint64) error) error {
+	cfg.InactiveThreshold = cmp.Or(cfg.InactiveThreshold, time.Minute)
+	cons, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
-		return fmt.Errorf("scan %s: %w", filter, err)
+		return fmt.Errorf("read %s: %w", stream, err)
 	}
-	return Drain(ctx, cons, 0, fn)
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			_ = js.DeleteConsumer(context.WithoutCancel(ctx), stream, info.Name)
+		}
+	}()
+	return Drain(ctx, cons, until, fn)
 }
 
 // Drain reads cons until nothing is pending (or, with until > 0, up to stream sequence until),
