@@ -49,7 +49,11 @@ func newStack(t *testing.T, cfg Config, opts ...testenv.Option) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	cmd, err := commandfn.New(ctx, env.JS, commandfn.Config{EntityRate: -1, MinNotice: cfg.MinNotice})
+	cc := commandfn.Config{EntityRate: -1, MinNotice: cfg.MinNotice}
+	if a, ok := cfg.Auth.(commandfn.Authority); ok {
+		cc.Auth = a // the same signers for both functions
+	}
+	cmd, err := commandfn.New(ctx, env.JS, cc)
 	if err != nil {
 		t.Fatal(err)
 	}

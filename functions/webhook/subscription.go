@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
 )
 
@@ -102,8 +103,8 @@ func (s *Subscription) check() error {
 		return errors.New(`secret must be "whsec_" followed by the base64 of at least 16 bytes`)
 	}
 	for _, t := range s.Types {
-		if !slices.Contains(domain.CETypes, t) {
-			return fmt.Errorf("type %q is not one of %s", t, strings.Join(domain.CETypes, ", "))
+		if known := slices.Concat(domain.CETypes, campaign.CETypes()); !slices.Contains(known, t) {
+			return fmt.Errorf("type %q is not one of %s", t, strings.Join(known, ", "))
 		}
 	}
 	for _, st := range s.States {

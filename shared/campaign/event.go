@@ -78,3 +78,13 @@ type Effects struct {
 	Commands  []Command
 	Events    []Event
 }
+
+// CETypes lists the CloudEvents types of a campaign's events: its commands' outcomes, then
+// its lifecycle events.
+func CETypes() []string {
+	out := []string{OutcomeType(domain.OutcomeApplied), OutcomeType(domain.OutcomeRejected), OutcomeType(domain.OutcomeDuplicate), OutcomeType(domain.OutcomeDeadLettered)}
+	for _, t := range EventTypes {
+		out = append(out, string(t))
+	}
+	return out
+}
