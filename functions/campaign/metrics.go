@@ -59,7 +59,7 @@ func (f *Function) export(ctx context.Context, ids []string, now time.Time) erro
 			cs = append(cs, c)
 		}
 	}
-	em := tel.NewEmission()
+	em := tel.NewEmissionOf("campaigns")
 	if err := em.Export(ctx, burndown(cs, now)); err != nil {
 		em.Abort()
 		return fmt.Errorf("export the burndown: %w", err)

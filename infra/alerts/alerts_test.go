@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -13,13 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/otlptranslator"
 
+	"maintsignals/functions/campaign"
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/infra/alerts"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/otlpreceiver"
@@ -131,6 +135,27 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	exerciseCampaigns(t, ctx, env, tel)
+}
+
+// exerciseCampaigns creates a campaign over the tracked entities and serves one tick of the
+// campaign function: its burndown and its health appear on tel.
+func exerciseCampaigns(t *testing.T, ctx context.Context, env *testenv.Env, tel *telemetry.Telemetry) {
+	f, err := campaign.New(ctx, env.JS, campaign.Config{Logger: testenv.Quiet(), Meters: tel.MeterProvider(), Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
+	body := fmt.Sprintf(`{"id":"ctl-1","campaign":"pucm","action":"create","spec":{"id":"pucm","task":"Everything","selection":{"prefixes":["/c"]},
+		"window":{"length":"1h","earliest":%q,"deadline":%q},"spread":{"across":"1h","slot":"15m","maxPerSlot":10},"announceLead":"1h"}}`,
+		earliest.Format(time.RFC3339), earliest.Add(24*time.Hour).Format(time.RFC3339))
+	msg := function.Message{Subject: domain.CampaignCommandSubject("pucm"), Data: []byte(body), Header: nats.Header{}, Seq: 1, Time: time.Now()}
+	if err := f.HandleCommand(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.HandleTick(ctx, function.Message{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var sampleRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
@@ -183,8 +208,15 @@ func TestRules_NamesAreWhatPrometheusStores_Scrape(t *testing.T) {
 			}
 		}
 	}
+	joined := map[string][]string{
+		"cloud_resource_id":       {"cluster_maintenance_status_ratio", "cluster_maintenance_window_start_time_seconds", "cluster_maintenance_window_end_time_seconds"},
+		"maintenance_campaign_id": {"cluster_maintenance_campaign_status_ratio", "cluster_maintenance_campaign_entities", "cluster_maintenance_campaign_deadline_seconds"},
+	}
 	for _, j := range joins {
-		for _, m := range []string{"cluster_maintenance_status_ratio", "cluster_maintenance_window_start_time_seconds", "cluster_maintenance_window_end_time_seconds"} {
+		if joined[j] == nil {
+			t.Errorf("the rules join on %s, which this test does not know", j)
+		}
+		for _, m := range joined[j] {
 			if !labelsOf[m][j] {
 				t.Errorf("the rules join on %s, which %s does not carry", j, m)
 			}

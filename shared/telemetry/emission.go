@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -12,11 +14,17 @@ import (
 // over batch by batch. It is not safe for concurrent use.
 type Emission struct {
 	t      *Telemetry
+	part   string
 	staged []metricdata.ScopeMetrics
 }
 
 // NewEmission starts an emission.
 func (t *Telemetry) NewEmission() *Emission { return &Emission{t: t} }
+
+// NewEmissionOf starts an emission of one part of what the process emits (the campaigns'
+// burndown beside the entities' signal): on the Prometheus page, it replaces the last
+// emission of the same part only.
+func (t *Telemetry) NewEmissionOf(part string) *Emission { return &Emission{t: t, part: part} }
 
 // Export hands over one batch. With OTLP it is one export request, now, with the fleet
 // resource; ctx bounds it (including the exporter's retries). For the Prometheus page the
@@ -38,7 +46,7 @@ func (e *Emission) Export(ctx context.Context, sm metricdata.ScopeMetrics) error
 // Commit ends a complete emission: the Prometheus page now shows exactly its points.
 func (e *Emission) Commit() {
 	if e.t.snapshot != nil {
-		e.t.snapshot.set(e.staged)
+		e.t.snapshot.set(e.part, e.staged)
 	}
 	e.staged = nil
 }
@@ -47,7 +55,7 @@ func (e *Emission) Commit() {
 // until the next complete one, rather than a state that may no longer hold.
 func (e *Emission) Abort() {
 	if e.t.snapshot != nil {
-		e.t.snapshot.set(nil)
+		e.t.snapshot.set(e.part, nil)
 	}
 	e.staged = nil
 }
@@ -115,13 +123,23 @@ func appendData(a, b metricdata.Aggregation) metricdata.Aggregation {
 // emission, whole, on every scrape.
 type snapshot struct {
 	mu     sync.Mutex
-	scopes []metricdata.ScopeMetrics
+	parts  map[string][]metricdata.ScopeMetrics
+	scopes []metricdata.ScopeMetrics // every part's, by part
 }
 
-func (s *snapshot) set(scopes []metricdata.ScopeMetrics) {
+func (s *snapshot) set(part string, scopes []metricdata.ScopeMetrics) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.scopes = scopes
+	if s.parts == nil {
+		s.parts = map[string][]metricdata.ScopeMetrics{}
+	}
+	s.parts[part] = scopes
+	names := slices.Sorted(maps.Keys(s.parts))
+	var all []metricdata.ScopeMetrics
+	for _, n := range names {
+		all = append(all, s.parts[n]...)
+	}
+	s.scopes = all
 }
 
 // Produce implements sdkmetric.Producer. The slice is replaced, never modified, on commit,
