@@ -32,11 +32,14 @@ const (
 
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
-	var oe *client.OutcomeError
+	var (
+		oe *client.OutcomeError
+		ce *client.CampaignOutcomeError
+	)
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &oe):
+	case errors.As(err, &oe), errors.As(err, &ce):
 		return exitRejected
 	case errors.Is(err, client.ErrNoOutcome):
 		return exitNoResult
@@ -202,6 +205,9 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}
+	campaignCmd := a.campaignCommand()
+	campaignCmd.GroupID = "admin"
+	root.AddCommand(campaignCmd)
 	dlqCmd := a.dlqCommand()
 	dlqCmd.GroupID = "dlq"
 	root.AddCommand(dlqCmd)

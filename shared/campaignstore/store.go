@@ -225,3 +225,41 @@ func (s *Store) PutEntity(ctx context.Context, id, key string, e campaign.Entity
 	}
 	return err
 }
+
+// ErrStopWatch, returned by a Watch callback, ends the watch without an error.
+var ErrStopWatch = errors.New("stop watching")
+
+// Watch calls fn with campaign id as stored now (nil when there is none yet) and after each
+// change, until ctx ends or fn returns an error (ErrStopWatch: none).
+func (s *Store) Watch(ctx context.Context, id string, fn func(*campaign.Campaign) error) error {
+	w, err := s.campaigns.Watch(ctx, id)
+	if err != nil {
+		return fmt.Errorf("watch campaign %s: %w", id, err)
+	}
+	defer func() { _ = w.Stop() }()
+	seen := false
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e = <-w.Updates():
+		}
+		var c *campaign.Campaign
+		switch {
+		case e == nil && seen, e != nil && e.Operation() != jetstream.KeyValuePut:
+			continue // the end of the current value, or a deletion
+		case e != nil:
+			if c, err = campaign.DecodeCampaign(e.Value()); err != nil {
+				return err
+			}
+		}
+		seen = true
+		if err := fn(c); err != nil {
+			if errors.Is(err, ErrStopWatch) {
+				return nil
+			}
+			return err
+		}
+	}
+}

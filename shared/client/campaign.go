@@ -197,3 +197,15 @@ func (c *Client) CampaignEntities(ctx context.Context, id string, fn func(campai
 		return s.Entities(ctx, id, fn)
 	})
 }
+
+// WatchCampaign calls fn with campaign id as stored now (nil: none yet) and after each
+// change, until ctx ends or fn returns an error (campaignstore.ErrStopWatch: none).
+func (c *Client) WatchCampaign(ctx context.Context, id string, fn func(*campaign.Campaign) error) error {
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		s, err := c.campaigns(ctx)
+		if err != nil {
+			return err
+		}
+		return s.Watch(ctx, id, fn)
+	})
+}
