@@ -1,8 +1,17 @@
 package command
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
 )
 
 // campaignRules are the fleet campaigns' rules of a command, checked before the notice and the
@@ -30,4 +39,54 @@ func campaignRules(rec domain.Record, cmd domain.Command) (ref *domain.CampaignR
 	}
 	ref, rej = campaign.Admit(rec, campaign.Command{Command: cmd}, key)
 	return ref, false, rej
+}
+
+// deadlines reads, and keeps, the deadlines of the campaigns: a spec never changes once
+// created, so a deadline read once holds for good.
+type deadlines struct {
+	js jetstream.JetStream
+	mu sync.Mutex
+	by map[string]time.Time
+}
+
+// of is the deadline a command must respect on rec: that of the campaign whose window rec
+// holds, for a Reschedule (a customer may not move a campaign's window past its deadline);
+// zero otherwise, or when the campaign is gone.
+func (d *deadlines) of(ctx context.Context, rec domain.Record, cmd domain.Command) (time.Time, error) {
+	if d == nil || cmd.Task != policy.TaskReschedule || rec.Campaign == nil {
+		return time.Time{}, nil
+	}
+	id := rec.Campaign.ID
+	d.mu.Lock()
+	t, ok := d.by[id]
+	d.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	kv, err := d.js.KeyValue(ctx, domain.CampaignsBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("campaigns bucket: %w", err)
+	}
+	e, err := kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read campaign %s: %w", id, err)
+	}
+	c, err := campaign.DecodeCampaign(e.Value())
+	if err != nil {
+		return time.Time{}, nil // not ours to judge: no deadline known
+	}
+	t = c.Compiled().Deadline
+	d.mu.Lock()
+	if d.by == nil {
+		d.by = map[string]time.Time{}
+	}
+	d.by[id] = t
+	d.mu.Unlock()
+	return t, nil
 }

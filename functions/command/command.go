@@ -64,6 +64,9 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 			return err
 		}
 		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
+		if dl.Deadline, err = d.deadlines.of(ctx, cur.Record, cmd); err != nil {
+			return err
+		}
 		dec := decide(cur.Record, cmd, dl, d.rules, d.now().UTC())
 		dec.Event.Revision = cur.Rev
 		log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())

@@ -35,6 +35,9 @@ type delivery struct {
 	StoredAt time.Time // when the stream stored it: the command's time for every time-based rule
 	// Remembered: the record is this replica's copy of its own last write, not a fresh read.
 	Remembered bool
+	// Deadline is the deadline of the campaign whose window the record holds, for a
+	// customer's Reschedule (zero: no campaign, or not a Reschedule).
+	Deadline time.Time
 }
 
 // settings are the rules of the decision: the same on every replica.

@@ -34,6 +34,8 @@ type Applier struct {
 	answers answers
 	// cache remembers records this replica wrote; nil reads every record from the bucket.
 	cache *cache
+	// deadlines are the campaigns' deadlines, which a customer's Reschedule must end by.
+	deadlines *deadlines
 
 	// What the runtime needs besides the handler.
 	consumers  []string
@@ -79,7 +81,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 		records: cfg.Records, events: cfg.Events, metrics: m, log: cfg.Log.With("function", "command"),
 		now: time.Now, auth: cfg.Auth, answers: lastEvents{events},
 		rules: settings{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
-		cache: newCache(cacheSize),
+		cache: newCache(cacheSize), deadlines: &deadlines{js: js},
 
 		consumers: consumers, maxDeliver: cfg.MaxDeliver, runtimeLog: cfg.Log, meters: cfg.Meters,
 	}

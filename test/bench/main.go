@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -campaigns-only]
 package main
 
 import (
@@ -36,13 +36,14 @@ type sizes struct {
 	latencyFor    time.Duration
 	emitterCounts []int
 	webhookN      int
+	campaigns     campaignSizes
 	durableN      int // commands of the durable throughput runs
 	durableRate   int // commands per second of the durable latency runs
 	emitterOwnN   int // entities of the emitter's own memory
 }
 
 var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}, webhookN: 20000,
-	durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000}
+	campaigns: fullCampaigns, durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000}
 
 func main() {
 	if runChild() {
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
+	flag.BoolVar(&campaignsOnly, "campaigns-only", false, "only the campaign figures (announcements, create to the last applied, dry run)")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -76,8 +78,14 @@ func main() {
 	}
 	s.keys = cmp.Or(*entities, s.keys)
 	runner := run
-	if signedOnly {
+	switch {
+	case signedOnly:
 		runner = benchSignedOnly
+	case campaignsOnly:
+		runner = func(ctx context.Context, s sizes, out io.Writer) error {
+			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			return benchCampaigns(ctx, s.campaigns, out)
+		}
 	}
 	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -87,7 +95,7 @@ func main() {
 }
 
 var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}, webhookN: 300,
-	durableN: 200, durableRate: 100, emitterOwnN: 2000}
+	campaigns: smokeCampaigns, durableN: 200, durableRate: 100, emitterOwnN: 2000}
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -172,7 +180,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	fmt.Fprintf(out, "ms command_p99 %.1f\n", ms(p99))
 	durableLines()
 	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(own))
-	return nil
+	return benchCampaigns(ctx, s.campaigns, out)
 }
 
 type emitterFigures struct {
@@ -300,9 +308,10 @@ func startServer(ctx context.Context, t topology) (*server, error) {
 
 // Settings of one run, from flags.
 var (
-	partitions   int
-	commandsOnly bool
-	signedOnly   bool
+	partitions    int
+	commandsOnly  bool
+	signedOnly    bool
+	campaignsOnly bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

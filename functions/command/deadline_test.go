@@ -1,0 +1,54 @@
+package command_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"maintsignals/functions/command"
+	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignstore"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
+	"maintsignals/test/testenv"
+)
+
+// The deadline a customer's Reschedule must respect is that of the campaign whose window the
+// record holds, read from the campaigns bucket once; none for other commands or campaigns gone.
+func TestDeadlines_OfTheRecordsCampaign(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	doc := campaign.Document{ID: "pucm", Task: domain.TaskEverything,
+		Selection: campaign.SelectionDocument{Prefixes: []string{"/subscriptions/s"}},
+		Window:    campaign.WindowDocument{Length: "4h", Earliest: "2026-12-15T00:00:00Z", Deadline: "2027-01-15T00:00:00Z"},
+		Spread:    campaign.SpreadDocument{Across: "24h", Slot: "1h", MaxPerSlot: 10}, AnnounceLead: "24h"}
+	s, rej := doc.Compile()
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	st, err := campaignstore.Open(ctx, env.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Save(ctx, campaign.NewCampaign(s, time.Now()), 0); err != nil {
+		t.Fatal(err)
+	}
+	of := command.DeadlineOf(env.JS)
+	held := domain.Record{State: domain.StatePending, Campaign: &domain.CampaignRef{ID: "pucm", Generation: 1}}
+	gone := domain.Record{State: domain.StatePending, Campaign: &domain.CampaignRef{ID: "gone", Generation: 1}}
+	for _, tc := range []struct {
+		rec  domain.Record
+		task domain.Task
+		want string
+	}{
+		{held, policy.TaskReschedule, "2027-01-15T00:00:00Z"},
+		{held, domain.TaskPending, ""},
+		{gone, policy.TaskReschedule, ""},
+		{domain.Record{State: domain.StatePending}, policy.TaskReschedule, ""},
+	} {
+		got, err := of(ctx, tc.rec, domain.Command{Task: tc.task})
+		if err != nil || (tc.want == "") != got.IsZero() || tc.want != "" && got.Format(time.RFC3339) != tc.want {
+			t.Errorf("%+v %s: %s %v, want %q", tc.rec.Campaign, tc.task, got, err, tc.want)
+		}
+	}
+}

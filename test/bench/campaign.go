@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	campaignfn "maintsignals/functions/campaign"
+	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignstore"
+	"maintsignals/shared/client"
+	"maintsignals/shared/domain"
+)
+
+// campaignSizes of one run: the entities of the announced campaign, and of the dry run.
+type campaignSizes struct{ announce, dryRun int }
+
+var (
+	fullCampaigns  = campaignSizes{announce: 100_000, dryRun: 1_000_000}
+	smokeCampaigns = campaignSizes{announce: 500, dryRun: 2000}
+)
+
+// benchCampaigns measures, on one fresh server with one command function and one campaign
+// function as `maintctl up` runs them: the campaign's announcements applied per second against
+// the same Pending commands published directly with async publishes (the same number, to as
+// many other entities), the time from the create (the list's upload included) to the last
+// applied announcement, and a dry run of a larger list.
+func benchCampaigns(ctx context.Context, s campaignSizes, out io.Writer) error {
+	srv, err := startServer(ctx, topology{replicas: 1})
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	stopCommands, err := startReplicas(ctx, srv.connect, 1, nil)
+	if err != nil {
+		return err
+	}
+	defer stopCommands()
+	direct, err := announceDirectly(ctx, srv.js, s.announce)
+	if err != nil {
+		return fmt.Errorf("direct announcements: %w", err)
+	}
+	fmt.Fprintf(out, "%d Pending commands published directly (async): %.0f applied/s\n", s.announce, direct)
+	viaCampaign, total, err := announceByCampaign(ctx, srv, s.announce)
+	if err != nil {
+		return fmt.Errorf("campaign: %w", err)
+	}
+	fmt.Fprintf(out, "campaign of %d entities from one list: %.0f announcements applied/s; create to the last applied: %.1f s\n", s.announce, viaCampaign, total.Seconds())
+	dry, err := dryRunOnce(ctx, srv.js, s.dryRun)
+	if err != nil {
+		return fmt.Errorf("dry run: %w", err)
+	}
+	fmt.Fprintf(out, "dry run of %d entities: %.1f s\n", s.dryRun, dry.Seconds())
+	fmt.Fprintf(out, "ratio campaign_announce %.2f\n", viaCampaign/direct)
+	fmt.Fprintf(out, "s campaign_100k %.1f\n", total.Seconds())
+	fmt.Fprintf(out, "s campaign_dryrun_1m %.1f\n", dry.Seconds())
+	return nil
+}
+
+// campaignList is n resource IDs over a hundred subscriptions, as a list file's bytes.
+func campaignList(tag string, n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "/subscriptions/sub-%03d/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s-%07d\n", i%100, tag, i)
+	}
+	return b.Bytes()
+}
+
+// campaignSpec is a campaign over the list whose every window is announced at once.
+func campaignSpec(id string, ref campaign.ListRef, n int) campaign.Document {
+	earliest := time.Now().UTC().Truncate(time.Hour).Add(24 * time.Hour)
+	across := 336 * time.Hour
+	if n > 300_000 {
+		across *= 4
+	}
+	return campaign.Document{
+		ID: id, Reason: "bench", Task: domain.TaskEverything, Selection: campaign.SelectionDocument{List: &ref},
+		Window:       campaign.WindowDocument{Length: "4h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(across + 24*time.Hour).Format(time.RFC3339)},
+		Spread:       campaign.SpreadDocument{Across: domain.FormatDuration(across), Slot: "15m", MaxPerSlot: 500, MaxPerSlotPerSubscription: 20},
+		AnnounceLead: domain.FormatDuration(across + 48*time.Hour),
+	}
+}
+
+// announceDirectly publishes the announcements of a campaign's plan (the same commands the
+// campaign would send) with async publishes and returns the rate at which they were applied:
+// from the first applied outcome to the last.
+func announceDirectly(ctx context.Context, js jetstream.JetStream, n int) (float64, error) {
+	l, err := campaign.ParseList(bytes.NewReader(campaignList("direct", n)))
+	if err != nil {
+		return 0, err
+	}
+	s, rej := campaignSpec("direct", l.Ref(l.SHA256), n).Compile()
+	if rej != nil {
+		return 0, rej
+	}
+	c := campaign.NewCampaign(s, time.Now())
+	plan := campaign.NewPlan(s, l.Entries, nil, campaign.Settings{}, time.Now())
+	msgs := make([]*nats.Msg, 0, n)
+	for i := range plan.Len() {
+		e, key := plan.Entity(i), plan.At(i).Key
+		if e.Window != nil {
+			msgs = append(msgs, commandMsg(campaign.Announcement(c, key, e).Command))
+		}
+	}
+	from, err := lastSeq(ctx, js)
+	if err != nil {
+		return 0, err
+	}
+	pub, _ := jetstream.New(natsConn(js), jetstream.WithPublishAsyncMaxPending(4096))
+	for _, m := range msgs {
+		if err := publishAsync(ctx, pub, m); err != nil {
+			return 0, err
+		}
+	}
+	return appliedRate(ctx, js, from, "campaign.direct.", len(msgs))
+}
+
+// natsConn is the connection under js.
+func natsConn(js jetstream.JetStream) *nats.Conn { return js.Conn() }
+
+// announceByCampaign creates a campaign of n entities as `maintctl campaign create` does (the
+// list stored, the create sent) with a campaign function running, and returns the rate of its
+// applied announcements (first to last) and the time from the create to the last.
+func announceByCampaign(ctx context.Context, srv *server, n int) (float64, time.Duration, error) {
+	nc, err := srv.connect()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- campaignfn.Run(fctx, js, campaignfn.Config{}) }()
+	defer func() { stop(); <-done }()
+	from, err := lastSeq(ctx, srv.js)
+	if err != nil {
+		return 0, 0, err
+	}
+	cl, err := client.New(srv.nc, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	data := campaignList("camp", n)
+	l, err := campaign.ParseList(bytes.NewReader(data))
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := campaignstore.PutList(ctx, srv.js, l, data); err != nil {
+		return 0, 0, err
+	}
+	doc := campaignSpec("bench", l.Ref(l.SHA256), n)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if _, err := cl.SendCampaign(cctx, campaign.Control{ID: "bench-create", Campaign: "bench", Action: campaign.ActionCreate, Spec: &doc}); err != nil {
+		return 0, 0, err
+	}
+	rate, err := appliedRate(ctx, srv.js, from, "campaign.bench.", n)
+	return rate, time.Since(start), err
+}
+
+// lastSeq is the events stream's last sequence.
+func lastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	s, err := js.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
+}
+
+// appliedRate waits until n applied Pendings whose ids start with prefix are stored after
+// sequence from, and returns their rate from the first stored to the last.
+func appliedRate(ctx context.Context, js jetstream.JetStream, from uint64, prefix string, n int) (float64, error) {
+	var first, last time.Time
+	seen := 0
+	deadline := time.Now().Add(15 * time.Minute)
+	for seen < n {
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%d of %d applied after 15 minutes", seen, n)
+		}
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1}
+		err := campaignstore.Read(ctx, js, domain.EventsStream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
+			from = seq
+			ev, err := domain.DecodeEvent(m.Data())
+			if err != nil || ev.Outcome != domain.OutcomeApplied || ev.Task != domain.TaskPending || !strings.HasPrefix(ev.CommandID, prefix) {
+				return nil
+			}
+			md, _ := m.Metadata()
+			if seen == 0 {
+				first = md.Timestamp
+			}
+			last = md.Timestamp
+			seen++
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return float64(n-1) / last.Sub(first).Seconds(), nil
+}
+
+// dryRunOnce plans n entities as `maintctl campaign create --dry-run` does: the list read,
+// the selection and the policies read, the plan, and its report.
+func dryRunOnce(ctx context.Context, js jetstream.JetStream, n int) (time.Duration, error) {
+	data := campaignList("dry", n)
+	start := time.Now()
+	l, err := campaign.ParseList(bytes.NewReader(data))
+	if err != nil {
+		return 0, err
+	}
+	s, rej := campaignSpec("dry", l.Ref(l.SHA256), n).Compile()
+	if rej != nil {
+		return 0, rej
+	}
+	sel, rej, err := campaignstore.Select(ctx, js, s, l)
+	if err != nil || rej != nil {
+		return 0, fmt.Errorf("select: %v %v", err, rej)
+	}
+	var cache campaignstore.PolicyCache
+	pol, err := cache.Load(ctx, js)
+	if err != nil {
+		return 0, err
+	}
+	plan := campaign.NewPlan(s, sel, pol, campaign.Settings{}, time.Now())
+	if err := plan.Render(io.Discard); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
