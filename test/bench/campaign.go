@@ -42,22 +42,34 @@ func benchCampaigns(ctx context.Context, s campaignSizes, out io.Writer) error {
 		return err
 	}
 	defer stopCommands()
-	direct, err := announceDirectly(ctx, srv.js, s.announce)
-	if err != nil {
-		return fmt.Errorf("direct announcements: %w", err)
+	// In the order direct, campaign, campaign, direct: the load of the machine, and the
+	// streams and the bucket growing, weigh on both alike.
+	var direct, viaCampaign []float64
+	var total time.Duration
+	for round, viaFn := range []bool{false, true, true, false} {
+		tag := fmt.Sprintf("r%d", round)
+		if !viaFn {
+			rate, err := announceDirectly(ctx, srv.js, tag, s.announce)
+			if err != nil {
+				return fmt.Errorf("direct announcements: %w", err)
+			}
+			direct = append(direct, rate)
+			fmt.Fprintf(out, "%d Pending commands published directly (async): %.0f applied/s\n", s.announce, rate)
+			continue
+		}
+		rate, took, err := announceByCampaign(ctx, srv, tag, s.announce)
+		if err != nil {
+			return fmt.Errorf("campaign: %w", err)
+		}
+		viaCampaign, total = append(viaCampaign, rate), total+took/2
+		fmt.Fprintf(out, "campaign of %d entities from one list: %.0f announcements applied/s; create to the last applied: %.1f s\n", s.announce, rate, took.Seconds())
 	}
-	fmt.Fprintf(out, "%d Pending commands published directly (async): %.0f applied/s\n", s.announce, direct)
-	viaCampaign, total, err := announceByCampaign(ctx, srv, s.announce)
-	if err != nil {
-		return fmt.Errorf("campaign: %w", err)
-	}
-	fmt.Fprintf(out, "campaign of %d entities from one list: %.0f announcements applied/s; create to the last applied: %.1f s\n", s.announce, viaCampaign, total.Seconds())
 	dry, err := dryRunOnce(ctx, srv.js, s.dryRun)
 	if err != nil {
 		return fmt.Errorf("dry run: %w", err)
 	}
 	fmt.Fprintf(out, "dry run of %d entities: %.1f s\n", s.dryRun, dry.Seconds())
-	fmt.Fprintf(out, "ratio campaign_announce %.2f\n", viaCampaign/direct)
+	fmt.Fprintf(out, "ratio campaign_announce %.2f\n", mean(viaCampaign)/mean(direct))
 	fmt.Fprintf(out, "s campaign_100k %.1f\n", total.Seconds())
 	fmt.Fprintf(out, "s campaign_dryrun_1m %.1f\n", dry.Seconds())
 	return nil
@@ -90,12 +102,13 @@ func campaignSpec(id string, ref campaign.ListRef, n int) campaign.Document {
 // announceDirectly publishes the announcements of a campaign's plan (the same commands the
 // campaign would send) with async publishes and returns the rate at which they were applied:
 // from the first applied outcome to the last.
-func announceDirectly(ctx context.Context, js jetstream.JetStream, n int) (float64, error) {
-	l, err := campaign.ParseList(bytes.NewReader(campaignList("direct", n)))
+func announceDirectly(ctx context.Context, js jetstream.JetStream, tag string, n int) (float64, error) {
+	id := "direct-" + tag
+	l, err := campaign.ParseList(bytes.NewReader(campaignList(id, n)))
 	if err != nil {
 		return 0, err
 	}
-	s, rej := campaignSpec("direct", l.Ref(l.SHA256), n).Compile()
+	s, rej := campaignSpec(id, l.Ref(l.SHA256), n).Compile()
 	if rej != nil {
 		return 0, rej
 	}
@@ -118,7 +131,7 @@ func announceDirectly(ctx context.Context, js jetstream.JetStream, n int) (float
 			return 0, err
 		}
 	}
-	return appliedRate(ctx, js, from, "campaign.direct.", len(msgs))
+	return appliedRate(ctx, js, from, "campaign."+id+".", len(msgs))
 }
 
 // natsConn is the connection under js.
@@ -127,7 +140,8 @@ func natsConn(js jetstream.JetStream) *nats.Conn { return js.Conn() }
 // announceByCampaign creates a campaign of n entities as `maintctl campaign create` does (the
 // list stored, the create sent) with a campaign function running, and returns the rate of its
 // applied announcements (first to last) and the time from the create to the last.
-func announceByCampaign(ctx context.Context, srv *server, n int) (float64, time.Duration, error) {
+func announceByCampaign(ctx context.Context, srv *server, tag string, n int) (float64, time.Duration, error) {
+	id := "bench-" + tag
 	nc, err := srv.connect()
 	if err != nil {
 		return 0, 0, err
@@ -147,7 +161,7 @@ func announceByCampaign(ctx context.Context, srv *server, n int) (float64, time.
 		return 0, 0, err
 	}
 	start := time.Now()
-	data := campaignList("camp", n)
+	data := campaignList(id, n)
 	l, err := campaign.ParseList(bytes.NewReader(data))
 	if err != nil {
 		return 0, 0, err
@@ -155,13 +169,13 @@ func announceByCampaign(ctx context.Context, srv *server, n int) (float64, time.
 	if _, err := campaignstore.PutList(ctx, srv.js, l, data); err != nil {
 		return 0, 0, err
 	}
-	doc := campaignSpec("bench", l.Ref(l.SHA256), n)
+	doc := campaignSpec(id, l.Ref(l.SHA256), n)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if _, err := cl.SendCampaign(cctx, campaign.Control{ID: "bench-create", Campaign: "bench", Action: campaign.ActionCreate, Spec: &doc}); err != nil {
+	if _, err := cl.SendCampaign(cctx, campaign.Control{ID: id + "-create", Campaign: id, Action: campaign.ActionCreate, Spec: &doc}); err != nil {
 		return 0, 0, err
 	}
-	rate, err := appliedRate(ctx, srv.js, from, "campaign.bench.", n)
+	rate, err := appliedRate(ctx, srv.js, from, "campaign."+id+".", n)
 	return rate, time.Since(start), err
 }
 
@@ -238,4 +252,12 @@ func dryRunOnce(ctx context.Context, js jetstream.JetStream, n int) (time.Durati
 		return 0, err
 	}
 	return time.Since(start), nil
+}
+
+func mean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }
