@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"maintsignals/infra/provision"
+	"maintsignals/infra/registry"
+	"maintsignals/shared/domain"
 )
 
 // serverName is the name of the server `maintctl up` embeds. It must not change between runs
@@ -32,8 +34,9 @@ type upFlags struct {
 	partitions    int
 	inFlight      int
 	eventsMaxAge  time.Duration
-	emit          emitFlags
 	security      securityFlags
+	// functions are every function, bound to their flags (the union of their flags).
+	functions *registry.Bound
 }
 
 func (a *app) upCommand() *cobra.Command {
@@ -43,7 +46,7 @@ func (a *app) upCommand() *cobra.Command {
 		Short: "Run the whole stack on this machine until interrupted",
 		Long: `Run the whole stack on this machine: an embedded NATS server with JetStream on disk under
 --data, the streams, bucket, consumers and tick schedule provisioned, and every function
-(` + functionNames() + `) running, until Ctrl-C or SIGTERM. Then the functions drain
+(` + registry.Names() + `) running, until Ctrl-C or SIGTERM. Then the functions drain
 and the server shuts down cleanly. Starting again on the same --data keeps every record and
 event.
 
@@ -106,12 +109,15 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
-	addEmitFlags(c, &f.emit)
+	f.functions = registry.Bind(fl, registry.Functions())
 	addSecurityFlags(c, &f.security)
 	return c
 }
 
 func (a *app) up(ctx context.Context, f upFlags) error {
+	if err := f.functions.Sync(); err != nil {
+		return err
+	}
 	switch f.nodes {
 	case 1, 3, 5:
 	default:
@@ -175,7 +181,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.emit.subscriptions != ""})
+	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.functions.Serves(domain.WebhookStream)})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {
@@ -188,7 +194,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
 
-	err = a.runFunctions(ctx, functions, functionEnv{js: nr.functions, tel: tel, a: a, tick: f.tick, emit: f.emit, up: true}, func(names []string) {
+	err = f.functions.Run(ctx, registry.Env{JS: nr.functions, Tel: tel, Log: a.log, Tick: f.tick, Up: true}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
 		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
 	})
