@@ -42,8 +42,6 @@ type Config struct {
 	// command stalls that partition for this long; the runtime signals progress while a handler
 	// runs, so a slow handler is never redelivered.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
-	MaxDeliver int
 	// InFlight is how many commands of one partition may be out at once. Each partition is
 	// pinned to one replica, which runs commands of different entities at once and those of
 	// one entity in order.
@@ -68,7 +66,6 @@ func DefaultConfig() Config {
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
-		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
 		Storage:         jetstream.FileStorage,
 	}
@@ -88,7 +85,6 @@ func (c Config) WithDefaults() (Config, error) {
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, d.DLQMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
 	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, d.MaxDeliver)
 	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
@@ -97,8 +93,6 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: partitions must be 1-256, got %d", ErrInvalidConfig, c.Partitions)
 	case c.Tick < time.Second:
 		return c, fmt.Errorf("%w: tick must be at least 1s, got %s", ErrInvalidConfig, c.Tick)
-	case c.MaxDeliver < 2:
-		return c, fmt.Errorf("%w: max deliver must be at least 2, got %d", ErrInvalidConfig, c.MaxDeliver)
 	case c.AckWait < time.Second:
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"maintsignals/functions/command"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
@@ -19,7 +18,7 @@ import (
 const cluster = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/dlq-1"
 
 func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
-	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
+	env := testenv.Start(t)
 	rec := testenv.StartCommandsOverOutage(t, env.JS)
 	rec.Down.Store(true)
 	ctx := testenv.Context(t, time.Minute)
