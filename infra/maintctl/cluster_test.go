@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maintsignals/test/testenv"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"maintsignals/infra/provision"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 )
@@ -155,24 +153,3 @@ func TestPlanCluster_Ports(t *testing.T) {
 	}
 }
 
-func TestMergeReports_KeepsWhatAnEarlierPassDid(t *testing.T) {
-	first := provision.Report{
-		{Kind: "stream", Name: "A", Action: provision.Created},
-		{Kind: "stream", Name: "B", Action: provision.Failed, Err: context.DeadlineExceeded},
-	}
-	second := provision.Report{
-		{Kind: "stream", Name: "A", Action: provision.Unchanged},
-		{Kind: "stream", Name: "B", Action: provision.Created},
-		{Kind: "consumer", Name: "A/c", Action: provision.Created},
-	}
-	var got []string
-	for _, ch := range mergeReports(mergeReports(nil, first), second) {
-		got = append(got, ch.Kind+" "+ch.Name+" "+string(ch.Action))
-	}
-	if s := strings.Join(got, ", "); s != "stream A created, stream B created, consumer A/c created" {
-		t.Errorf("merged = %s", s)
-	}
-	if !transient(fmt.Errorf("stream X: %w", context.DeadlineExceeded)) || transient(provision.ErrInvalidConfig) {
-		t.Error("transient misjudges a timeout or a configuration error")
-	}
-}
