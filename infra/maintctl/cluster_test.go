@@ -152,4 +152,3 @@ func TestPlanCluster_Ports(t *testing.T) {
 		t.Errorf("planCluster(0, nil) = %v %v %v", clients, routes, err)
 	}
 }
-
