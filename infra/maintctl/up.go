@@ -2,26 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"maintsignals/infra/local"
 	"maintsignals/infra/provision"
 	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 )
-
-// serverName is the name of the server `maintctl up` embeds. It must not change between runs
-// on one data directory.
-const serverName = "maintctl-0"
 
 type upFlags struct {
 	listen        string
@@ -118,15 +111,13 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err := f.functions.Sync(); err != nil {
 		return err
 	}
-	switch f.nodes {
-	case 1, 3, 5:
-	default:
-		return fmt.Errorf("--nodes %d: use 1, or 3 or 5 for a local JetStream cluster", f.nodes)
+	if err := local.CheckNodes(f.nodes); err != nil {
+		return err
 	}
 	if f.tick < time.Second {
 		return fmt.Errorf("--tick %s: at least 1s", f.tick)
 	}
-	host, port, err := parseListen(f.listen)
+	host, _, err := local.ParseListen(f.listen)
 	if err != nil {
 		return err
 	}
@@ -134,7 +125,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err != nil {
 		return err
 	}
-	if !isLoopback(host) {
+	if !local.IsLoopback(host) {
 		a.warnExposure(sec, f.listen)
 	}
 	data, err := filepath.Abs(f.data)
@@ -144,12 +135,12 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err := os.MkdirAll(data, 0o750); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	unlock, err := lockDataDir(data)
+	unlock, err := local.Lock(data)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	plan, err := planNATS(f, host, port, data)
+	plan, err := local.NewPlan(f.nodes, f.listen, data, f.monitorListen)
 	if err != nil {
 		return err
 	}
@@ -161,12 +152,6 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
-	if f.monitorListen != "" {
-		if _, _, err := net.SplitHostPort(f.monitorListen); err != nil {
-			return fmt.Errorf("--monitor-listen %q: want host:port, e.g. 127.0.0.1:8222", f.monitorListen)
-		}
-		plan.monitor = f.monitorListen
-	}
 	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec)
 	if err != nil {
 		return err
@@ -204,46 +189,6 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("stopped\n")
 	}
 	return err
-}
-
-// parseListen reads --listen as host:port.
-func parseListen(listen string) (host string, port int, err error) {
-	host, p, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", 0, fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:4222", listen)
-	}
-	port, err = strconv.Atoi(p)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("--listen %q: bad port", listen)
-	}
-	return host, port, nil
-}
-
-// listenCheck listens on addr once, so that a port in use fails at once with a clear message
-// (nats-server would only time out), and returns the address it bound: port 0 becomes a free
-// port (nats-server itself reads 0 as its default, 4222).
-func listenCheck(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return "", fmt.Errorf("%w (is another `maintctl up` or NATS server running? use another --listen)", err)
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w (use another --listen)", err)
-	}
-	bound := ln.Addr().String()
-	_ = ln.Close()
-	if _, port, _ := net.SplitHostPort(addr); port != "0" {
-		return addr, nil
-	}
-	return bound, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (a *app) printf(format string, args ...any) {

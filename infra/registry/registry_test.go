@@ -193,3 +193,14 @@ func TestBind_AFailedCheckRunsNothing(t *testing.T) {
 		t.Fatalf("Run = %v, ran %v; want the check's error and nothing run", err, ran)
 	}
 }
+
+func TestBind_AStopWhileStartingIsNoFailure(t *testing.T) {
+	var got sync.Map
+	b := registry.Bind(pflag.NewFlagSet("up", pflag.ContinueOnError), []registry.Function{
+		fake("a", &got, func(ctx context.Context) error { <-ctx.Done(); return fmt.Errorf("open bucket: %w", ctx.Err()) }),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Run(ctx, registry.Env{}, func([]string) { cancel() }); err != nil {
+		t.Fatalf("Run = %v, want a clean stop", err)
+	}
+}

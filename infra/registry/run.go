@@ -115,8 +115,13 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 		go func() {
 			defer wg.Done()
 			err := b.Instances[i].Run(ctx, env)
-			if err == nil && ctx.Err() == nil {
+			switch {
+			case err == nil && ctx.Err() == nil:
 				err = ErrStopped
+			case ctx.Err() != nil && errors.Is(err, context.Canceled):
+				// Stopped while it was still starting (opening the bucket, finding its
+				// consumers): a stop, not a failure.
+				err = nil
 			}
 			if err != nil {
 				once.Do(func() { first = fmt.Errorf("function %s: %w", f.Name, err) })
