@@ -384,7 +384,7 @@ func checkPods(t *testing.T, r *rendered, pc provision.Config) {
 	// One Deployment per function of the registry, and no other.
 	for _, f := range registry.Functions() {
 		if r.deployments[deploymentOf(f)] == nil {
-			t.Errorf("overlays/%s: function %s has no Deployment %s (see the checklist in functions/doc.go)", r.name, f.Name, deploymentOf(f))
+			t.Errorf("overlays/%s: function %s has no Deployment %s (see Adding a function in infra/docs/contributing.md)", r.name, f.Name, deploymentOf(f))
 		}
 	}
 	for n := range r.deployments {
@@ -581,7 +581,7 @@ func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartVa
 		case !f.Scaled() && len(sos) > 0:
 			t.Errorf("ScaledObject %s scales function %s, which serves no consumer", sos[0].Name, f.Name)
 		case f.Scaled() && len(sos) != 1:
-			t.Errorf("%s is scaled by %d ScaledObjects, want 1 (KEDA refuses a second; see the checklist in functions/doc.go)", deploymentOf(f), len(sos))
+			t.Errorf("%s is scaled by %d ScaledObjects, want 1 (KEDA refuses a second; see Adding a function in infra/docs/contributing.md)", deploymentOf(f), len(sos))
 		case f.Scaled():
 			checkScaledObject(t, f, sos[0], provisioned[f.Name], values)
 		}

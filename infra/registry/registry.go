@@ -4,7 +4,8 @@
 // (infra/provision), what its NATS role must allow (infra/nats), how long it takes to drain and
 // whether the tick drives it (the Kubernetes manifests and their tests, infra/k8s). Adding a
 // function is one entry in Functions; the consistency tests of those packages fail until the
-// manifests, the role and the provisioning follow (functions/doc.go has the checklist).
+// manifests, the role and the provisioning follow (infra/docs/contributing.md, Adding a
+// function, has the checklist).
 package registry
 
 import (
