@@ -99,10 +99,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		)
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleFunction:
-		// What its functions do (registry.Function.Serves and Access): write records and
-		// publish outcome events, notices and dead letters; it may NOT publish commands (a
+		// Only what its functions do (functionsNeed, below): write records and publish
+		// outcome events, notices and dead letters; it may NOT publish commands (a
 		// compromised function cannot forge an admin's command).
-		pub = functionsNeed(r)
 	case RoleReader:
 		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
@@ -110,7 +109,10 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
 	}
 	if r != RoleOperator {
-		pub = append(pub, api+"INFO") // account info, for health checks
+		// What the functions of the registry that play this role do (the deny list below
+		// still applies), and account info, for health checks.
+		pub = appendNew(pub, functionsNeed(r)...)
+		pub = append(pub, api+"INFO")
 	}
 	sub = append(sub, r.InboxPrefix()+".>") // replies, on the role's private inboxes
 	p := &server.Permissions{
@@ -190,19 +192,21 @@ func serve(sv registry.Serve) []string {
 	return out
 }
 
+// appendNew appends the subjects that list does not hold yet, in order.
+func appendNew(list []string, subjects ...string) []string {
+	for _, s := range subjects {
+		if !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
 // functionsNeed is the union of what the functions of role r do on NATS, each subject once, in
 // the order of the registry.
 func functionsNeed(r Role) []string {
 	var out []string
-	seen := map[string]bool{}
-	add := func(subjects ...string) {
-		for _, s := range subjects {
-			if !seen[s] {
-				seen[s] = true
-				out = append(out, s)
-			}
-		}
-	}
+	add := func(subjects ...string) { out = appendNew(out, subjects...) }
 	for _, f := range registry.Functions() {
 		if f.Role != string(r) {
 			continue
