@@ -239,7 +239,7 @@ func webhookFlags(fs *pflag.FlagSet) Instance {
 		subscriptions string
 	)
 	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
-	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest stored event (default: at new events); one with progress keeps it")
+	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
 	return Instance{
 		Idle: func() bool { return subscriptions == "" },
 		Run: func(ctx context.Context, env Env) error {
