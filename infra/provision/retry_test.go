@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"maintsignals/infra/provision"
 	"maintsignals/shared/embedded"
 	"maintsignals/test/testenv"
@@ -30,10 +28,7 @@ func TestRunRetrying_RidesOutALeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testenv.JetStream(t, nc)
 	cfg := provision.Config{Replicas: 3, Tick: time.Minute}
 	if _, err := provision.RunRetrying(ctx, js, cfg, testenv.Quiet()); err != nil {
 		t.Fatalf("first provisioning: %v", err)

@@ -115,15 +115,13 @@ func commandFlags(fs *pflag.FlagSet) Instance {
 
 func emitterFunction() Function {
 	return Function{
-		Name:  "emitter",
-		About: "re-exports every tracked state as OTLP metrics on each tick",
-		Role:  roleFunction,
-		Tick:  true,
-		Drain: emitter.DefaultExportTimeout + 5*time.Second,
-		Consumers: func(t Topology) []Consumer {
-			return []Consumer{tickConsumer(t, domain.EmitterConsumer, "emitter function: one replica serves each tick")}
-		},
-		Serves: []Serve{{Stream: domain.ScheduleStream, Consumer: domain.EmitterConsumer}},
+		Name:      "emitter",
+		About:     "re-exports every tracked state as OTLP metrics on each tick",
+		Role:      roleFunction,
+		Tick:      true,
+		Drain:     emitter.DefaultExportTimeout + 5*time.Second,
+		Consumers: tickConsumers(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
+		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: domain.EmitterConsumer}},
 		// It scans the bucket; a lone replica reads the tick interval from the schedule.
 		Access: Access{Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream}},
 		Flags:  emitterFlags,
@@ -150,15 +148,13 @@ func stuckAfterFlag(fs *pflag.FlagSet, v *time.Duration) {
 
 func noticesFunction() Function {
 	return Function{
-		Name:  "notices",
-		About: "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
-		Role:  roleFunction,
-		Tick:  true,
-		Drain: notices.DefaultRunTimeout + 5*time.Second,
-		Consumers: func(t Topology) []Consumer {
-			return []Consumer{tickConsumer(t, domain.NoticesConsumer, "notices function: one replica serves each tick")}
-		},
-		Serves: []Serve{{Stream: domain.ScheduleStream, Consumer: domain.NoticesConsumer}},
+		Name:      "notices",
+		About:     "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
+		Role:      roleFunction,
+		Tick:      true,
+		Drain:     notices.DefaultRunTimeout + 5*time.Second,
+		Consumers: tickConsumers(domain.NoticesConsumer, "notices function: one replica serves each tick"),
+		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: domain.NoticesConsumer}},
 		// It scans the bucket and reads the last notice of an entity.
 		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream}},
 		Flags:  noticesFlags,
@@ -192,6 +188,11 @@ func noticesFlags(fs *pflag.FlagSet) Instance {
 			return err
 		},
 	}
+}
+
+// tickConsumers is a tick function's one consumer of the ticks.
+func tickConsumers(name, desc string) func(Topology) []Consumer {
+	return func(t Topology) []Consumer { return []Consumer{tickConsumer(t, name, desc)} }
 }
 
 // tickConsumer is a function's own consumer of the ticks: the ticks stay in the stream (limits
