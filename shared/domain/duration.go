@@ -89,3 +89,29 @@ func termValue(num, unit string) (time.Duration, error) {
 	}
 	return d * mult, nil
 }
+
+// FormatDuration writes d in the shortest form ParseDuration reads back to d, with the units
+// w, d, h, m and s ("2w", "1d12h", "15m", "1h30m", "1.5s"): a canonical spelling, so that
+// "14d" and "336h" are written alike. Fractions of a second are written as Go does.
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d < 0 {
+		return "-" + FormatDuration(-d)
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		unit string
+		size time.Duration
+	}{{"w", Week}, {"d", Day}, {"h", time.Hour}, {"m", time.Minute}} {
+		if n := d / u.size; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.unit)
+			d -= n * u.size
+		}
+	}
+	if d > 0 {
+		b.WriteString(d.String()) // seconds and below: "30s", "1.5s", "250ms"
+	}
+	return b.String()
+}

@@ -47,3 +47,31 @@ func TestParseDuration_RefusesWhatIsNotADuration(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatDuration_ShortestFormThatReadsBack(t *testing.T) {
+	cases := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0"},
+		{336 * time.Hour, "2w"},
+		{15 * 24 * time.Hour, "2w1d"},
+		{36 * time.Hour, "1d12h"},
+		{4 * time.Hour, "4h"},
+		{90 * time.Minute, "1h30m"},
+		{15 * time.Minute, "15m"},
+		{30 * time.Second, "30s"},
+		{time.Minute + 1500*time.Millisecond, "1m1.5s"},
+		{250 * time.Millisecond, "250ms"},
+		{-25 * time.Hour, "-1d1h"},
+	}
+	for _, c := range cases {
+		got := domain.FormatDuration(c.in)
+		if got != c.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", c.in, got, c.want)
+		}
+		if back, err := domain.ParseDuration(got); err != nil || back != c.in {
+			t.Errorf("ParseDuration(FormatDuration(%v) = %q) = %v, %v", c.in, got, back, err)
+		}
+	}
+}

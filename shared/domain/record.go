@@ -30,6 +30,10 @@ type Record struct {
 	LastCommandSeq uint64    `json:"lastCommandSeq"`
 	Version        int       `json:"version"`
 
+	// Campaign names the campaign whose announcement the window is, while it is (see
+	// CampaignRef); a later Pending or a return to None drops it.
+	Campaign *CampaignRef `json:"campaign,omitempty"`
+
 	// LastCommandAt is when the commands stream stored the last applied command: with its
 	// sequence, it tells a stale redelivery from a command of a recreated stream.
 	LastCommandAt time.Time `json:"lastCommandAt,omitzero"`
