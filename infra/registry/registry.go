@@ -10,7 +10,6 @@ package registry
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -201,5 +200,3 @@ func (f Function) Scaled() bool { return len(f.Serves) > 0 }
 func (f Function) CreatesConsumers() bool {
 	return slices.ContainsFunc(f.Serves, func(s Serve) bool { return s.Creates })
 }
-
-func (f Function) String() string { return fmt.Sprintf("function %s", f.Name) }
