@@ -48,7 +48,7 @@ func transient(err error) bool {
 }
 
 // mergeReports returns next, where what was created or updated by the earlier pass prev shows
-// as such instead of unchanged.
+// as such instead of unchanged, and what it deleted is listed too.
 func mergeReports(prev, next provision.Report) provision.Report {
 	done := make(map[string]provision.Change, len(prev))
 	for _, ch := range prev {
@@ -57,11 +57,19 @@ func mergeReports(prev, next provision.Report) provision.Report {
 		}
 	}
 	out := make(provision.Report, len(next))
+	seen := make(map[string]bool, len(next))
 	for i, ch := range next {
+		seen[ch.Kind+" "+ch.Name] = true
 		if earlier, ok := done[ch.Kind+" "+ch.Name]; ok && ch.Action == provision.Unchanged {
 			ch = earlier
 		}
 		out[i] = ch
+	}
+	// What an earlier pass deleted is not in the next one at all.
+	for _, ch := range prev {
+		if ch.Action == provision.Deleted && !seen[ch.Kind+" "+ch.Name] {
+			out = append(out, ch)
+		}
 	}
 	return out
 }
@@ -96,7 +104,7 @@ type changeJSON struct {
 
 func (a *app) provisionCommand() *cobra.Command {
 	var (
-		replicas, partitions, inFlight int
+		replicas, partitions, inFlight, shards int
 		eventsMaxAge                   time.Duration
 		tick                           time.Duration
 		webhooks                       bool
@@ -124,7 +132,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 			// A user that may not provision fails at once instead of waiting for the timeout.
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
-				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks})
+				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks, Shards: shards})
 				return err
 			})
 			if rep != nil {
@@ -155,8 +163,11 @@ an existing stream, such as the partition count, is reported as failed).`,
 	c.Flags().IntVar(&inFlight, "in-flight", d.InFlight, inFlightUsage)
 	c.Flags().DurationVar(&eventsMaxAge, "events-retention", d.EventsMaxAge, "how long outcome events (the audit history) are kept")
 	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
+	c.Flags().IntVar(&shards, "emitter-shards", d.Shards, emitterShardsUsage)
 	c.Flags().BoolVar(&webhooks, "webhooks", false, "also the webhook feed MAINT_WEBHOOK, for the webhook function (it copies every event and notice: one more write each)")
 	return c
 }
+
+const emitterShardsUsage = "shares of each tick's emission and notices run (a consumer per shard, each served by one replica at a time): the most emitter and notices replicas that share a tick; restart those replicas after changing it"
 
 const inFlightUsage = "commands of one partition out at once (to the one replica serving it, which runs different entities' commands at once and one entity's in order)"

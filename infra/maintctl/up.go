@@ -30,6 +30,7 @@ type upFlags struct {
 	metricsListen string
 	monitorListen string
 	partitions    int
+	shards        int
 	inFlight      int
 	eventsMaxAge  time.Duration
 	emit          emitFlags
@@ -104,6 +105,7 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 	fl.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9464", `host:port of the Prometheus page when no OTLP endpoint is set ("" for none)`)
 	fl.StringVar(&f.monitorListen, "monitor-listen", "", "host:port of the NATS monitoring endpoint (/varz, /jsz, /healthz: what KEDA's nats-jetstream scaler reads), e.g. 127.0.0.1:8222; with --nodes, node i takes port+i")
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
+	fl.IntVar(&f.shards, "emitter-shards", provision.DefaultConfig().Shards, emitterShardsUsage)
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
 	addEmitFlags(c, &f.emit)
@@ -175,7 +177,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.emit.subscriptions != ""})
+	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, Shards: f.shards, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.emit.subscriptions != ""})
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {

@@ -110,10 +110,12 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			consume(domain.CommandsStream, "*"),
 			// A replica that stops hands its pinned partitions over at once.
 			[]string{api + "CONSUMER.UNPIN." + domain.CommandsStream + ".*"},
-			consume(domain.ScheduleStream, "emitter"),
-			consume(domain.ScheduleStream, "notices"),
-			// The command function finds the partition consumers that provisioning created.
-			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream},
+			// The emitter's and the notices function's shard consumers (the schedule stream has
+			// no other consumers), unpinned when a replica stops or hands a shard over.
+			consume(domain.ScheduleStream, "*"),
+			[]string{api + "CONSUMER.UNPIN." + domain.ScheduleStream + ".*"},
+			// The functions find the partition and shard consumers that provisioning created.
+			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream, api + "CONSUMER.NAMES." + domain.ScheduleStream},
 			// A redelivered command checks whether its outcome is already out (the last event
 			// of its entity); a lone emitter reads the tick interval from the schedule; the
 			// notices function reads the last notice of an entity.

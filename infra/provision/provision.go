@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,11 @@ type Config struct {
 	InFlight int
 	// Storage of streams and bucket.
 	Storage jetstream.StorageType
+	// Shards is how many shares the emission and the notices run of one tick are split into
+	// (a consumer per shard and function, each pinned to one replica at a time): the most
+	// replicas that share a tick. Changing it moves entities between shards; restart the
+	// emitter and notices replicas afterwards (they learn the shards when they start).
+	Shards int
 	// Webhooks provisions the webhook feed, MAINT_WEBHOOK, which the webhook function reads: it
 	// copies every outcome event and notice, one more stored (and, synced, one more disk)
 	// write each, so it is there only where webhooks are delivered. Off, the stream is not
@@ -69,6 +75,7 @@ func DefaultConfig() Config {
 		AckWait:         5 * time.Second,
 		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
+		Shards:          domain.DefaultShards,
 		Storage:         jetstream.FileStorage,
 	}
 }
@@ -89,6 +96,7 @@ func (c Config) WithDefaults() (Config, error) {
 	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
 	c.MaxDeliver = cmp.Or(c.MaxDeliver, d.MaxDeliver)
 	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
+	c.Shards = cmp.Or(c.Shards, d.Shards)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
@@ -102,6 +110,8 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:
 		return c, fmt.Errorf("%w: in-flight must be 1-10000, got %d", ErrInvalidConfig, c.InFlight)
+	case c.Shards < 1 || c.Shards > domain.MaxShards:
+		return c, fmt.Errorf("%w: emitter shards must be 1-%d, got %d", ErrInvalidConfig, domain.MaxShards, c.Shards)
 	}
 	return c, nil
 }
@@ -115,6 +125,9 @@ const (
 	Unchanged Action = "unchanged"
 	Updated   Action = "updated"
 	Failed    Action = "failed"
+	// Deleted is a consumer the contract no longer has (the single tick consumers of before
+	// the shards, or shards past the shard count).
+	Deleted Action = "deleted"
 )
 
 // Change reports one resource.
@@ -155,7 +168,7 @@ func (r Report) Err() error {
 // Changed reports whether anything was created or updated.
 func (r Report) Changed() bool {
 	for _, c := range r {
-		if c.Action == Created || c.Action == Updated {
+		if c.Action == Created || c.Action == Updated || c.Action == Deleted {
 			return true
 		}
 	}
@@ -254,10 +267,10 @@ type StreamConsumer struct {
 	jetstream.ConsumerConfig
 }
 
-// Consumers returns the durable consumers: one per command partition, the emitter's and the
-// notices function's.
+// Consumers returns the durable consumers: one per command partition, and one per shard of
+// the ticks for the emitter and for the notices function.
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+2)
+	out := make([]StreamConsumer, 0, c.Partitions+2*c.Shards)
 	for p := 0; p < c.Partitions; p++ {
 		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
 			Durable:       domain.CommandConsumer(p),
@@ -280,26 +293,85 @@ func Consumers(c Config) []StreamConsumer {
 			Replicas:   c.Replicas,
 		}})
 	}
-	tickConsumer := func(name, desc string) StreamConsumer {
-		return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       name,
-			Description:   desc,
-			FilterSubject: domain.TickSubject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverNewPolicy,
-			MaxAckPending: 1,
-			// A replica that dies holding a tick blocks the next one until the ack wait runs
-			// out: keep it under half a tick (the runtime signals progress while a run is long).
-			AckWait:    EmitterAckWait(c.Tick),
-			MaxDeliver: 3,
-			Replicas:   c.Replicas,
-		}}
+	// Each function has its own consumers of the same ticks, one per shard: the ticks stay in
+	// the stream (limits retention), and each consumer hands every tick to the one replica it
+	// is pinned to, which serves that shard of the tick.
+	for s := 0; s < c.Shards; s++ {
+		shard := domain.Shard{Index: s, Of: c.Shards}
+		out = append(out,
+			tickConsumer(c, domain.EmitterShardConsumer(s), shard, fmt.Sprintf("emitter function, shard %d of %d", s, c.Shards)),
+			tickConsumer(c, domain.NoticesShardConsumer(s), shard, fmt.Sprintf("notices function, shard %d of %d", s, c.Shards)))
 	}
-	// Each function has its own consumer of the same ticks: the ticks stay in the stream
-	// (limits retention), and each consumer hands every tick to one replica of its function.
-	return append(out,
-		tickConsumer(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
-		tickConsumer(domain.NoticesConsumer, "notices function: one replica serves each tick"))
+	return out
+}
+
+// tickConsumer is the consumer of one shard of the ticks for one function.
+func tickConsumer(c Config, name string, shard domain.Shard, desc string) StreamConsumer {
+	ackWait := EmitterAckWait(c.Tick)
+	return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   desc,
+		FilterSubject: domain.TickSubject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		MaxAckPending: 1,
+		// A replica that dies holding a tick blocks the next one until the ack wait runs
+		// out: keep it under half a tick (the runtime signals progress while a run is long).
+		AckWait:    ackWait,
+		MaxDeliver: 3,
+		// One replica at a time serves a shard; when it stops renewing its pin (it died), the
+		// pin moves within the pinned TTL, which is shorter than any tick over 3 s, so the
+		// next tick of the shard goes to a live replica.
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{domain.TickPriorityGroup},
+		PinnedTTL:      domain.PinnedTTL(ackWait),
+		Metadata:       domain.ShardMetadata(shard),
+		Replicas:       c.Replicas,
+	}}
+}
+
+// retired reports whether a consumer of the schedule stream is one the contract no longer
+// has: the single tick consumers of before the shards, or a shard past the count.
+func retired(c Config, name string) bool {
+	if name == domain.EmitterConsumer || name == domain.NoticesConsumer {
+		return true
+	}
+	for _, prefix := range []string{domain.EmitterShardPrefix, domain.NoticesShardPrefix} {
+		if domain.IsShardConsumer(name, prefix) {
+			n, _ := strconv.Atoi(strings.TrimPrefix(name, prefix))
+			return n >= c.Shards
+		}
+	}
+	return false
+}
+
+// retireConsumers deletes the retired consumers of the schedule stream. A replica of an older
+// version still serving one stops getting ticks (it would emit the whole fleet a second time).
+func retireConsumers(ctx context.Context, js jetstream.JetStream, c Config) Report {
+	s, err := js.Stream(ctx, domain.ScheduleStream)
+	if err != nil {
+		return Report{{Kind: "consumer", Name: domain.ScheduleStream + "/*", Action: Failed, Err: err}}
+	}
+	var rep Report
+	names := s.ConsumerNames(ctx)
+	var old []string
+	for name := range names.Name() {
+		if retired(c, name) {
+			old = append(old, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		rep = append(rep, Change{Kind: "consumer", Name: domain.ScheduleStream + "/*", Action: Failed, Err: err})
+	}
+	slices.Sort(old)
+	for _, name := range old {
+		ch := Change{Kind: "consumer", Name: domain.ScheduleStream + "/" + name, Action: Deleted}
+		if err := s.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			ch.Action, ch.Err = Failed, err
+		}
+		rep = append(rep, ch)
+	}
+	return rep
 }
 
 // EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
@@ -328,6 +400,9 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 			continue // its stream is not as it should be: the report says why
 		}
 		rep = append(rep, ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig))
+	}
+	if !failed[domain.ScheduleStream] {
+		rep = append(rep, retireConsumers(ctx, js, c)...)
 	}
 	rep = append(rep, ensureSchedule(ctx, js, c.Tick))
 	return rep, rep.Err()
@@ -506,6 +581,8 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	add("pinned_ttl", have.PinnedTTL != want.PinnedTTL)
 	add("replicas", want.Replicas != 0 && have.Replicas != want.Replicas && have.Replicas != 0)
 	add("description", have.Description != want.Description)
+	// The server adds metadata of its own (_nats.*): compare ours only.
+	add("metadata", !metadataHolds(have.Metadata, want.Metadata))
 	if len(ch.Fields) == 0 {
 		ch.Action = Unchanged
 		return ch
@@ -517,6 +594,16 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	}
 	ch.Action = Updated
 	return ch
+}
+
+// metadataHolds reports whether have carries every entry of want.
+func metadataHolds(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // ScheduleSpec is the Nats-Schedule header value for a tick interval.

@@ -331,7 +331,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		if delivered != 4 {
 			t.Errorf("%d commands delivered, want 4", delivered)
 		}
-		for consumerInfo(t, op, domain.ScheduleStream, domain.EmitterConsumer).AckFloor.Consumer == 0 {
+		for consumerInfo(t, op, domain.ScheduleStream, domain.EmitterShardConsumer(0)).AckFloor.Consumer == 0 {
 			select {
 			case <-ctx.Done():
 				t.Fatal("the emitter acknowledged no tick")
