@@ -34,13 +34,18 @@ func EmitterShardConsumer(s int) string { return EmitterShardPrefix + strconv.It
 // NoticesShardConsumer is the notices function's consumer of shard s.
 func NoticesShardConsumer(s int) string { return NoticesShardPrefix + strconv.Itoa(s) }
 
-// ShardOf is the shard, of n, that the entity key belongs to: FNV-1a (64 bits) of the key,
-// modulo n. It depends on the key only, so every replica, every function and every run
-// agrees; n ≤ 1 puts everything in shard 0.
+// ShardOf is the shard, of n, that the entity key belongs to: KeyHash modulo n. It depends on
+// the key only, so every replica, every function and every run agrees; n ≤ 1 puts everything
+// in shard 0.
 func ShardOf(key string, n int) int {
 	if n <= 1 {
 		return 0
 	}
+	return int(KeyHash(key) % uint64(n))
+}
+
+// KeyHash is FNV-1a (64 bits) of an entity key, computed without allocating.
+func KeyHash(key string) uint64 {
 	const (
 		offset = 14695981039346656037
 		prime  = 1099511628211
@@ -50,7 +55,7 @@ func ShardOf(key string, n int) int {
 		h ^= uint64(key[i])
 		h *= prime
 	}
-	return int(h % uint64(n))
+	return h
 }
 
 // Shard is one share of a tick: number Index of Of.
