@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
@@ -54,7 +55,8 @@ func setupTelemetry(t testing.TB, endpoint, protocol string) *telemetry.Telemetr
 
 // tick is a handled tick, as a test's wrapper around the handler saw it.
 type tick struct {
-	replica string
+	replica  string
+	consumer string
 	seq     uint64
 	pending uint64
 	next    string
@@ -70,7 +72,7 @@ type ticks struct {
 func (tk *ticks) wrap(replica string, h function.Handler) function.Handler {
 	return func(ctx context.Context, msg function.Message) error {
 		tk.mu.Lock()
-		tk.list = append(tk.list, tick{replica: replica, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
+		tk.list = append(tk.list, tick{replica: replica, consumer: msg.Consumer, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
 		tk.mu.Unlock()
 		return h(ctx, msg)
 	}
@@ -94,6 +96,7 @@ func startEmitter(t testing.TB, js jetstream.JetStream, tel *telemetry.Telemetry
 		t.Fatal(err)
 	}
 	rc := e.RuntimeConfig()
+	rc.BalanceEvery = 300 * time.Millisecond // the shards spread over the replicas within a tick or two
 	if tk != nil {
 		rc.Handler = tk.wrap(replica, rc.Handler)
 	}
@@ -143,27 +146,71 @@ func openStore(t testing.TB, js jetstream.JetStream) *store.Store {
 	return st
 }
 
-// isRun matches the (last) request of an emission: the one that carries the fleet view.
+// isRun matches the last request of a shard's run: the one that carries its fleet view.
 func isRun(e otlpreceiver.Export) bool { return e.Has(emitter.MetricEntities) }
 
-// runTime is the timestamp of an emission's points: when the run read the bucket.
+// runTime is the timestamp of an emission's points: the time of its tick.
 func runTime(e otlpreceiver.Export) time.Time {
-	p := e.Find(emitter.MetricEntities, nil)
-	if len(p) == 0 {
-		return time.Time{}
+	for _, name := range []string{emitter.MetricEntities, emitter.MetricStatus} {
+		if p := e.Find(name, nil); len(p) > 0 {
+			return p[0].Time
+		}
 	}
-	return p[0].Time
+	return time.Time{}
 }
 
-// awaitRunAfter waits for an emission that read the bucket after at.
+// emission merges the requests of one tick's emission, every shard's, into one export.
+func emission(exports []otlpreceiver.Export) otlpreceiver.Export {
+	req := &colmetricpb.ExportMetricsServiceRequest{}
+	for _, x := range exports {
+		req.ResourceMetrics = append(req.ResourceMetrics, x.Request.GetResourceMetrics()...)
+	}
+	return otlpreceiver.Export{Request: req}
+}
+
+// ticksOf groups the emission requests received by the time their points carry, keeping the
+// ticks of which every one of shards fleet views has come (whole emissions), oldest first.
+func ticksOf(r *otlpreceiver.Receiver, shards int) []otlpreceiver.Export {
+	byTime := map[time.Time][]otlpreceiver.Export{}
+	for _, x := range r.Exports() {
+		if x.Has(emitter.MetricStatus) || x.Has(emitter.MetricEntities) {
+			byTime[runTime(x)] = append(byTime[runTime(x)], x)
+		}
+	}
+	var times []time.Time
+	for at, xs := range byTime {
+		if len(emission(xs).Find(emitter.MetricOverdue, nil)) == shards {
+			times = append(times, at)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	out := make([]otlpreceiver.Export, len(times))
+	for i, at := range times {
+		out[i] = emission(byTime[at])
+	}
+	return out
+}
+
+// awaitRunAfter waits for the whole emission of a tick later than at (of the shards the
+// provisioning made) and returns it merged.
 func awaitRunAfter(t testing.TB, r *otlpreceiver.Receiver, at time.Time, within time.Duration) otlpreceiver.Export {
 	t.Helper()
-	e, err := r.Await(testenv.Context(t, within), 0, func(e otlpreceiver.Export) bool { return isRun(e) && runTime(e).After(at) })
-	if err != nil {
-		t.Fatalf("no emission read the bucket after %s: %v", at.Format("15:04:05.000"), err)
+	deadline := time.Now().Add(within)
+	for {
+		for _, e := range ticksOf(r, shards) {
+			if runTime(e).After(at) {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no whole emission of a tick after %s", at.Format("15:04:05.000"))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return e
 }
+
+// shards is the shard count of testenv's provisioning.
+const shards = domain.DefaultShards
 
 // entityLines renders the per-entity points of an export for resource ID id, sorted.
 func entityLines(e otlpreceiver.Export, id string) []string {
@@ -195,23 +242,26 @@ func wantLines(id string, s domain.State, pucm bool) []string {
 	return out
 }
 
-// fleet renders cluster.maintenance.entities of an export as state=count, in state order.
+// fleet renders cluster.maintenance.entities of an export as state=count, in state order,
+// summed over the shards as the readers of the fleet gauges do.
 func fleet(e otlpreceiver.Export) string {
 	var parts []string
 	for _, s := range domain.States {
+		var sum float64
 		for _, p := range e.Find(emitter.MetricEntities, map[string]string{emitter.AttrState: s.MetricValue()}) {
-			parts = append(parts, fmt.Sprintf("%s=%g", s.MetricValue(), p.Value))
+			sum += p.Value
 		}
+		parts = append(parts, fmt.Sprintf("%s=%g", s.MetricValue(), sum))
 	}
 	return strings.Join(parts, " ")
 }
 
 // counter sums the latest value of a health counter with outcome, over the replicas
-// (distinct service.instance.id) that reported it.
+// (distinct service.instance.id) and shards that reported it.
 func counter(r *otlpreceiver.Receiver, name, outcome string) float64 {
 	latest := map[string]otlpreceiver.Point{}
 	for _, p := range otlpreceiver.Find(r.Points(), name, map[string]string{emitter.AttrOutcome: outcome}) {
-		id := p.Resource["service.instance.id"]
+		id := p.Resource["service.instance.id"] + "/" + p.Attrs[emitter.AttrShard]
 		if q, ok := latest[id]; !ok || !p.Time.Before(q.Time) {
 			latest[id] = p
 		}

@@ -13,13 +13,15 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
-	"maintsignals/shared/telemetry"
 )
 
 // fillBucket writes records so that the bucket tracks n entities in all, spread over every
@@ -112,17 +114,20 @@ func scanOnce(ctx context.Context, st *store.Store, want int) error {
 	return nil
 }
 
-// exportOnce sends prebuilt points for n entities in requests of the emitter's size.
-func exportOnce(ctx context.Context, tel *telemetry.Telemetry, batches []metricdata.ScopeMetrics) error {
-	em := tel.NewEmission()
+// exportOnce sends prebuilt points for n entities in requests of the emitter's size through the
+// SDK's OTLP exporter (gzip, as the emitter's requests): the bare cost of exporting them.
+func exportOnce(ctx context.Context, exp sdkmetric.Exporter, res *resource.Resource, batches []metricdata.ScopeMetrics) error {
 	for _, sm := range batches {
-		if err := em.Export(ctx, sm); err != nil {
-			em.Abort()
+		if err := exp.Export(ctx, &metricdata.ResourceMetrics{Resource: res, ScopeMetrics: []metricdata.ScopeMetrics{sm}}); err != nil {
 			return err
 		}
 	}
-	em.Commit()
 	return nil
+}
+
+// sdkExporter is the SDK's OTLP/gRPC exporter towards endpoint, gzipped.
+func sdkExporter(ctx context.Context, endpoint string) (sdkmetric.Exporter, error) {
+	return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(endpoint), otlpmetricgrpc.WithCompressor("gzip"))
 }
 
 // prebuiltBatches are the points of n entities, as the emitter sends them: the status points

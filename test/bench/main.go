@@ -212,7 +212,12 @@ func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out
 				return f, err
 			}
 			batches := prebuiltBatches(n, emitter.DefaultBatchSize)
-			exp, err := measure(func() error { return exportOnce(ctx, tel, batches) })
+			sdk, err := sdkExporter(ctx, r.GRPCEndpoint())
+			if err != nil {
+				return f, err
+			}
+			exp, err := measure(func() error { return exportOnce(ctx, sdk, tel.FleetResource(), batches) })
+			_ = sdk.Shutdown(context.WithoutCancel(ctx))
 			if err != nil {
 				return f, err
 			}

@@ -77,6 +77,7 @@ func WithHost(host string) Option { return func(r *Receiver) { r.host = host } }
 type Receiver struct {
 	dropPayloads bool
 	host         string
+	counts       *tickCounts // WithTickCounts
 
 	grpcAddr string
 	httpAddr string
@@ -272,6 +273,9 @@ func (r *Receiver) record(protocol string, req *colmetricpb.ExportMetricsService
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.counts != nil {
+		r.counts.count(req)
+	}
 	r.seq++
 	e.Seq = r.seq
 	r.exports = append(r.exports, e)
