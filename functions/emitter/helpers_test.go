@@ -57,9 +57,9 @@ func setupTelemetry(t testing.TB, endpoint, protocol string) *telemetry.Telemetr
 type tick struct {
 	replica  string
 	consumer string
-	seq     uint64
-	pending uint64
-	next    string
+	seq      uint64
+	pending  uint64
+	next     string
 }
 
 // ticks records what a set of replicas handled.

@@ -55,7 +55,10 @@ func ok(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) }
 func TestEmission_HTTPSendsTheEnvironmentsHeadersAndRetriesWhatTheCollectorAsksTo(t *testing.T) {
 	cleanEnv(t)
 	c := &collector{answers: []func(http.ResponseWriter){
-		func(w http.ResponseWriter) { w.Header().Set("Retry-After", "1"); w.WriteHeader(http.StatusServiceUnavailable) },
+		func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		},
 		ok,
 	}}
 	srv := httptest.NewServer(c)
@@ -89,8 +92,11 @@ func TestEmission_RejectedPointsOrARefusalFailTheExport(t *testing.T) {
 		answer func(http.ResponseWriter)
 		want   error
 	}{
-		"partial success": {func(w http.ResponseWriter) { w.Header().Set("Content-Type", "application/x-protobuf"); _, _ = w.Write(partial) }, telemetry.ErrPartialSuccess},
-		"bad request":     {func(w http.ResponseWriter) { http.Error(w, "no", http.StatusBadRequest) }, nil},
+		"partial success": {func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			_, _ = w.Write(partial)
+		}, telemetry.ErrPartialSuccess},
+		"bad request": {func(w http.ResponseWriter) { http.Error(w, "no", http.StatusBadRequest) }, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cleanEnv(t)
