@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,26 +47,19 @@ var (
 // Emitter holds the dependencies of the tick handler.
 type Emitter struct {
 	cfg     Config
-	js      jetstream.JetStream
 	store   *store.Store
 	tel     *telemetry.Telemetry
 	log     *slog.Logger
 	health  *health
 	runtime metric.MeterProvider
 
-	// consumers are the shard consumers provisioning created, and the shard each served
-	// when this replica started.
-	consumers []string
-	shards    map[string]domain.Shard
-	coalesce  *function.Coalesce[Result]
+	// shards are the shard consumers provisioning created.
+	shards   *function.Shards
+	coalesce *function.Coalesce[Result]
 	// from is where the next run starts reading the bucket: where the last one stopped.
 	from atomic.Uint64
 	// pool keeps request arenas from run to run.
 	pool chan *batch
-	// served is, per shard consumer, the last tick this replica ran: a tick delivered again
-	// (its acknowledgement was lost) is not emitted twice.
-	mu     sync.Mutex
-	served map[string]uint64
 }
 
 // New prepares an emitter on the provisioned bucket and shard consumers.
@@ -83,7 +75,8 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 	if err != nil {
 		return nil, fmt.Errorf("emitter: %w", err)
 	}
-	shards, consumers, err := function.ShardConsumers(ctx, js, domain.ScheduleStream, domain.EmitterShardPrefix)
+	log := cfg.Logger.With("function", "emitter")
+	shards, err := function.FindShards(ctx, js, domain.ScheduleStream, domain.EmitterShardPrefix, log)
 	if err != nil {
 		return nil, fmt.Errorf("emitter: %w", err)
 	}
@@ -92,9 +85,8 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 		return nil, err
 	}
 	e := &Emitter{
-		cfg: cfg, js: js, store: st, tel: tel, log: cfg.Logger.With("function", "emitter"), health: h,
-		runtime: tel.MeterProvider(), consumers: consumers, shards: shards, pool: make(chan *batch, 8),
-		served: map[string]uint64{},
+		cfg: cfg, store: st, tel: tel, log: log, health: h,
+		runtime: tel.MeterProvider(), shards: shards, pool: make(chan *batch, 8),
 	}
 	e.coalesce = &function.Coalesce[Result]{Window: cfg.gatherWindow(), Run: e.run}
 	return e, nil
@@ -111,7 +103,7 @@ func (e *Emitter) RuntimeConfig() function.Config {
 	return function.Config{
 		Name:      "emitter",
 		Stream:    domain.ScheduleStream,
-		Consumers: e.consumers,
+		Consumers: e.shards.Consumers,
 		Handler:   e.Handle,
 		KeyOf:     func(msg function.Message) string { return msg.Consumer },
 		// The handler fails only by panicking, which the runtime treats as permanent.
@@ -143,7 +135,7 @@ const (
 // Handle serves one shard of one tick. It always acknowledges it (returns nil): see the
 // package doc.
 func (e *Emitter) Handle(ctx context.Context, msg function.Message) error {
-	shard := e.shardOf(ctx, msg.Consumer)
+	shard := e.shards.Of(ctx, msg)
 	log := e.log.With("shard", shard.Index, "tick_seq", msg.Seq, "tick_next", msg.Header.Get(jetstream.ScheduleNextHeader))
 	if msg.Pending > 0 {
 		// Ticks piled up while no emitter ran: only the newest needs a run, and it is waiting.
@@ -151,7 +143,7 @@ func (e *Emitter) Handle(ctx context.Context, msg function.Message) error {
 		log.Debug("tick skipped: a newer tick is waiting", "pending", msg.Pending)
 		return nil
 	}
-	if !e.serve(msg) {
+	if !e.shards.First(msg) {
 		log.Debug("tick skipped: this replica emitted it already")
 		return nil
 	}
@@ -168,40 +160,6 @@ func (e *Emitter) Handle(ctx context.Context, msg function.Message) error {
 			"dropped", res.Dropped, "corrupt", res.Corrupt, "duration", res.Duration)
 	}
 	return nil
-}
-
-// serve notes that this replica runs msg's tick for its shard, unless it ran it already.
-func (e *Emitter) serve(msg function.Message) bool {
-	if msg.Consumer == "" {
-		return true // not from a consumer (a direct call)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if msg.Seq <= e.served[msg.Consumer] {
-		return false
-	}
-	e.served[msg.Consumer] = msg.Seq
-	return true
-}
-
-// shardOf is the shard consumer name serves now (provisioning may have changed the count
-// since this replica started), or as it was at start when the server cannot say.
-func (e *Emitter) shardOf(ctx context.Context, name string) domain.Shard {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	known, ok := e.shards[name]
-	if !ok {
-		known = domain.Shard{Index: 0, Of: 1} // not a shard consumer (a direct call): the whole bucket
-	}
-	now, err := function.ConsumerShard(ctx, e.js, domain.ScheduleStream, name)
-	if err != nil {
-		e.log.Debug("shard of the consumer: using the one read at start", "consumer", name, "err", err)
-		return known
-	}
-	if now != known && now.Of != len(e.consumers) {
-		e.log.Warn("the shard count changed since this replica started: restart it to serve every shard", "consumer", name, "shards", now.Of, "served", len(e.consumers))
-	}
-	return now
 }
 
 // Result describes the run of one shard.

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,45 +20,95 @@ import (
 // from each of their consumers at about the same time; Coalesce runs them together, so that
 // the bucket is read once for all of them.
 
-// ShardConsumers finds the shard consumers of a function (names with prefix, such as
-// domain.EmitterShardPrefix) that provisioning created on stream, and the shard each serves.
-func ShardConsumers(ctx context.Context, js jetstream.JetStream, stream, prefix string) (map[string]domain.Shard, []string, error) {
+// Shards is the shard consumers of a function as provisioning created them, and what a
+// replica served of them.
+type Shards struct {
+	// Consumers are the names of the shard consumers, sorted.
+	Consumers []string
+
+	js      jetstream.JetStream
+	stream  string
+	log     *slog.Logger
+	atStart map[string]domain.Shard
+
+	mu     sync.Mutex
+	served map[string]uint64
+}
+
+// FindShards finds the shard consumers of a function (names with prefix, such as
+// domain.EmitterShardPrefix) on stream, and the shard each serves.
+func FindShards(ctx context.Context, js jetstream.JetStream, stream, prefix string, log *slog.Logger) (*Shards, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
-		return nil, nil, fmt.Errorf("stream %s: %w (run `maintctl provision`)", stream, err)
+		return nil, fmt.Errorf("stream %s: %w (run `maintctl provision`)", stream, err)
 	}
-	var names []string
+	sh := &Shards{js: js, stream: stream, log: log, atStart: map[string]domain.Shard{}, served: map[string]uint64{}}
 	lister := s.ConsumerNames(ctx)
 	for n := range lister.Name() {
 		if domain.IsShardConsumer(n, prefix) {
-			names = append(names, n)
+			sh.Consumers = append(sh.Consumers, n)
 		}
 	}
 	if err := lister.Err(); err != nil {
-		return nil, nil, fmt.Errorf("list consumers of %s: %w", stream, err)
+		return nil, fmt.Errorf("list consumers of %s: %w", stream, err)
 	}
-	if len(names) == 0 {
-		return nil, nil, fmt.Errorf("no %s* consumers on %s (run `maintctl provision`)", prefix, stream)
+	if len(sh.Consumers) == 0 {
+		return nil, fmt.Errorf("no %s* consumers on %s (run `maintctl provision`)", prefix, stream)
 	}
-	sort.Strings(names)
-	shards := make(map[string]domain.Shard, len(names))
-	for _, n := range names {
-		sh, err := ConsumerShard(ctx, js, stream, n)
-		if err != nil {
-			return nil, nil, err
+	sort.Strings(sh.Consumers)
+	for _, n := range sh.Consumers {
+		if sh.atStart[n], err = sh.read(ctx, n); err != nil {
+			return nil, err
 		}
-		shards[n] = sh
 	}
-	return shards, names, nil
+	return sh, nil
 }
 
-// ConsumerShard reads the shard a consumer serves from its metadata, as it is now.
-func ConsumerShard(ctx context.Context, js jetstream.JetStream, stream, name string) (domain.Shard, error) {
-	c, err := js.Consumer(ctx, stream, name)
+// read reads the shard a consumer serves from its metadata, as it is now.
+func (s *Shards) read(ctx context.Context, name string) (domain.Shard, error) {
+	c, err := s.js.Consumer(ctx, s.stream, name)
 	if err != nil {
-		return domain.Shard{}, fmt.Errorf("consumer %s/%s: %w", stream, name, err)
+		return domain.Shard{}, fmt.Errorf("consumer %s/%s: %w", s.stream, name, err)
 	}
 	return domain.ShardFromMetadata(name, c.CachedInfo().Config.Metadata)
+}
+
+// Of is the shard the message's consumer serves now (provisioning may have changed the count
+// since this replica started), or as it was at start when the server cannot say. A message
+// that came from no shard consumer (a direct call) is the whole bucket: shard 0 of 1.
+func (s *Shards) Of(ctx context.Context, msg Message) domain.Shard {
+	known, ok := s.atStart[msg.Consumer]
+	if !ok {
+		return domain.Shard{Index: 0, Of: 1}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	now, err := s.read(ctx, msg.Consumer)
+	if err != nil {
+		s.log.Debug("shard of the consumer: using the one read at start", "consumer", msg.Consumer, "err", err)
+		return known
+	}
+	if now.Of != len(s.Consumers) {
+		s.log.Warn("the shard count changed since this replica started: restart it to serve every shard",
+			"consumer", msg.Consumer, "shards", now.Of, "served", len(s.Consumers))
+	}
+	return now
+}
+
+// First notes that this replica serves msg's tick for its shard, and reports false if it
+// served it already: a tick delivered again (its acknowledgement was lost, or its lease ran
+// out while it ran) is not run twice by one replica.
+func (s *Shards) First(msg Message) bool {
+	if _, ok := s.atStart[msg.Consumer]; !ok {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if msg.Seq <= s.served[msg.Consumer] {
+		return false
+	}
+	s.served[msg.Consumer] = msg.Seq
+	return true
 }
 
 // Coalesce runs the shards of one tick that reach this replica within Window of each other in
