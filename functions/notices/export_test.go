@@ -28,5 +28,7 @@ var (
 	UpdateSeries = updateSeries
 )
 
-// RunOnce is one run, as a tick makes it.
-func (n *Notifier) RunOnce(ctx context.Context) (Result, error) { return n.runOnce(ctx) }
+// RunOnce is one run of the whole bucket (one shard of one), as a tick makes it.
+func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
+	return n.runOnce(ctx, n.cfg.Now(), []domain.Shard{{Index: 0, Of: 1}})
+}
