@@ -269,7 +269,7 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 	for _, f := range []struct {
 		name string
 		dst  *int
-	}{{"--replicas", &c.Replicas}, {"--partitions", &c.Partitions}} {
+	}{{"--replicas", &c.Replicas}, {"--partitions", &c.Partitions}, {"--emitter-shards", &c.Shards}} {
 		if v, ok := argValue(args, f.name); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -291,9 +291,9 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 
 // consumersOf lists the consumers provisioning creates, by stream.
 func consumersOf(c provision.Config) map[string][]string {
-	out := map[string][]string{domain.ScheduleStream: {domain.EmitterConsumer, domain.NoticesConsumer}}
-	for p := 0; p < c.Partitions; p++ {
-		out[domain.CommandsStream] = append(out[domain.CommandsStream], domain.CommandConsumer(p))
+	out := map[string][]string{}
+	for _, sc := range provision.Consumers(c) {
+		out[sc.Stream] = append(out[sc.Stream], sc.Durable)
 	}
 	return out
 }
@@ -571,8 +571,9 @@ func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartVa
 				t.Errorf("command: replicas %d..%d, want 0..at most %d (the partitions)", *min, *max, pc.Partitions)
 			}
 		case "maint-emitter", "maint-notices":
-			if *min < 1 {
-				t.Errorf("%s: minReplicaCount %d, want at least 1 (every tick must be served)", target, *min)
+			// A shard is served by one replica at a time: more replicas than shards are standbys.
+			if *min < 1 || int(*max) > pc.Shards {
+				t.Errorf("%s: replicas %d..%d, want at least 1 (every tick must be served) and at most %d (the shards)", target, *min, *max, pc.Shards)
 			}
 		case "maint-webhook":
 			// Its triggers cannot name every subscription: it must not wait for one to wake it.
