@@ -17,10 +17,7 @@ func (n *Notifier) SetHooks(before, after func(domain.Notice) error) {
 func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 
 // The pure decision and the run, for the tests of package notices_test.
-type (
-	Sent   = sent
-	Result = result
-)
+type Sent = sent
 
 var (
 	Decide       = decide

@@ -78,7 +78,7 @@ type Notifier struct {
 
 // runResult is a run's outcome, the same for each of its shards.
 type runResult struct {
-	res result
+	res Result
 	err error
 }
 
@@ -182,8 +182,8 @@ func (n *Notifier) Handle(ctx context.Context, msg function.Message) error {
 	return nil
 }
 
-// result describes one run.
-type result struct {
+// Result describes one run.
+type Result struct {
 	// Entities read from the bucket; Due, the entities whose current stage this replica did
 	// not know to be sent; Read, the last-notice reads; Published, the notices stored.
 	Entities, Due, Read, Published int
@@ -191,14 +191,13 @@ type result struct {
 
 // RunShards is one run of the given shards at the clock's time, as a replica holding them
 // makes it on a tick.
-func (n *Notifier) RunShards(ctx context.Context, shards []domain.Shard) error {
-	_, err := n.runOnce(ctx, n.cfg.Now(), shards)
-	return err
+func (n *Notifier) RunShards(ctx context.Context, shards []domain.Shard) (Result, error) {
+	return n.runOnce(ctx, n.cfg.Now(), shards)
 }
 
 // runOnce reads the shards' part of the bucket, from where the last run stopped, and
 // publishes every notice that is due at now while it reads.
-func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.Shard) (result, error) {
+func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.Shard) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
 	r := &noticesRun{n: n, ctx: ctx, now: now, known: n.snapshot(), learned: map[string]sent{}, work: make(chan entry, workers)}
@@ -247,7 +246,7 @@ type noticesRun struct {
 	lastRev uint64
 
 	mu      sync.Mutex
-	res     result
+	res     Result
 	learned map[string]sent
 	errs    []error
 	first   *place // the first entity (in sweep order) whose notice may not be out

@@ -391,7 +391,7 @@ func TestNotices_ShardsPublishTheirOwnEntities(t *testing.T) {
 	for s := range 4 {
 		shard := domain.Shard{Index: s, Of: 4}
 		before := len(stored(t, env.JS, ""))
-		if err := n.RunShards(testenv.Context(t, 10*time.Second), []domain.Shard{shard}); err != nil {
+		if _, err := n.RunShards(testenv.Context(t, 10*time.Second), []domain.Shard{shard}); err != nil {
 			t.Fatal(err)
 		}
 		for _, nt := range storedNotices(t, env.JS)[before:] {

@@ -31,7 +31,9 @@ const kvPrefix = "$KV." + domain.Bucket + "."
 // Sweep calls fn once for the current record of every key that keep accepts (nil: every key),
 // in one streaming pass over the bucket as it is when the sweep starts: from stream sequence
 // from to the end, then from the start up to from (from 0 or out of range: from the start).
-// Records of other keys are not decoded. A record written during the sweep is seen once, as
+// Records of other keys are not decoded, and of the others only the summary
+// (domain.DecodeRecordSummary: the state and its times, not the history). A record written
+// during the sweep is seen once, as
 // it was either when the sweep read it or after. A value that does not decode reaches fn with
 // an error wrapping ErrCorruptRecord; fn's error stops the sweep. Entry.Revision is the
 // record's stream sequence: a position to sweep from next time.
@@ -158,7 +160,7 @@ func (sw *sweep) deliver(msg jetstream.Msg, seq uint64, tail bool) error {
 	}
 	e := Entry{Key: key, Revision: seq}
 	var derr error
-	if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
+	if e.Record, derr = domain.DecodeRecordSummary(msg.Data()); derr != nil {
 		derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, key, derr)
 	}
 	return sw.fn(e, derr)

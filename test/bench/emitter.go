@@ -25,7 +25,7 @@ import (
 )
 
 // fillBucket writes records so that the bucket tracks n entities in all, spread over every
-// state, with asynchronous publishes on the bucket's subjects.
+// state (one in a hundred with a window), with asynchronous publishes on the bucket's subjects.
 func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error {
 	ajs, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
@@ -35,6 +35,11 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 	for i := from; i < n; i++ {
 		id := entityID(i)
 		r := domain.Record{ResourceID: id, State: domain.States[i%len(domain.States)], StateSince: now, UpdatedAt: now, LastCommandID: "bench", LastCommandSeq: uint64(i + 1), Version: domain.RecordVersion}
+		if i%100 == 1 {
+			// One entity in a hundred is Pending with a window announced for tomorrow
+			// morning: its one-day reminder is due.
+			r.Window = &domain.Window{Start: now.Add(12 * time.Hour), End: now.Add(16 * time.Hour)}
+		}
 		b, err := domain.EncodeRecord(r)
 		if err != nil {
 			return err
@@ -167,6 +172,20 @@ func prebuiltBatches(n, batchPoints int) []metricdata.ScopeMetrics {
 	}
 	flush()
 	return out
+}
+
+// defaultBatchPoints is the points of one of the emitter's requests.
+const defaultBatchPoints = emitter.DefaultBatchSize
+
+// dataPoints counts the points of an aggregation of the prebuilt batches.
+func dataPoints(a metricdata.Aggregation) int {
+	switch g := a.(type) {
+	case metricdata.Gauge[int64]:
+		return len(g.DataPoints)
+	case metricdata.Gauge[float64]:
+		return len(g.DataPoints)
+	}
+	return 0
 }
 
 func heapObjects() uint64 {

@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick]
+// project tracks. Usage: go run ./test/bench [-quick] [-shards-only]
 package main
 
 import (
@@ -50,6 +50,8 @@ func main() {
 	quick := flag.Bool("quick", false, "small sizes (a smoke run)")
 	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
+	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
+	flag.BoolVar(&shardsOnly, "shards-only", false, "only the figures of the signal at a fleet's scale (emitter and notices in processes of their own)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -59,6 +61,8 @@ func main() {
 			os.Exit(1)
 		}
 		defer f.Close()
+		// The children profile themselves beside it.
+		os.Setenv(childProfileEnv, *cpuprofile)
 		if err := pprof.StartCPUProfile(f); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -70,6 +74,9 @@ func main() {
 	s := full
 	if *quick {
 		s = smoke
+	}
+	if *fleet > 0 {
+		s.emitterOwnN = *fleet
 	}
 	if err := run(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -83,6 +90,14 @@ var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 1
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if shardsOnly {
+		sh, err := benchShards(ctx, s.emitterOwnN, out)
+		if err != nil {
+			return fmt.Errorf("emitter in shards: %w", err)
+		}
+		shardLines(out, sh)
+		return nil
+	}
 	srv, err := startServer(ctx, topology{replicas: 1, webhooks: true})
 	if err != nil {
 		return err
@@ -140,11 +155,11 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("emitter: %w", err)
 	}
-	own, err := emitterOwnPeak(ctx, s.emitterOwnN)
+	sh, err := benchShards(ctx, s.emitterOwnN, out)
 	if err != nil {
-		return fmt.Errorf("emitter alone: %w", err)
+		return fmt.Errorf("emitter in shards: %w", err)
 	}
-	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, two emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(own))
+	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, two emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(sh.ownPeak))
 
 	fmt.Fprintf(out, "ratio command_throughput %.2f\n", tp/raw)
 	fmt.Fprintf(out, "ratio webhook_deliveries %.2f\n", wh)
@@ -153,8 +168,18 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	fmt.Fprintf(out, "mb emitter_1m_peak %.0f\n", mb(em.peakLargest))
 	fmt.Fprintf(out, "ms command_p99 %.1f\n", ms(p99))
 	durableLines()
-	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(own))
+	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(sh.ownPeak))
+	shardLines(out, sh)
 	return nil
+}
+
+// shardLines are the tracked figures of the signal at a fleet's scale.
+func shardLines(out io.Writer, sh shardFigures) {
+	fmt.Fprintf(out, "s emitter_1m %.2f\n", sh.one.wall.Seconds())
+	fmt.Fprintf(out, "ratio emitter_1m_deadline %.2f\n", sh.ratioDeadline())
+	fmt.Fprintf(out, "ratio emitter_shards_2 %.2f\n", sh.ratioPair())
+	fmt.Fprintf(out, "ratio emitter_points %.2f\n", sh.ratioPoints())
+	fmt.Fprintf(out, "s notices_1m %.2f\n", sh.notices.wall.Seconds())
 }
 
 type emitterFigures struct {
@@ -289,6 +314,7 @@ func startServer(ctx context.Context, t topology) (*server, error) {
 var (
 	partitions   int
 	commandsOnly bool
+	shardsOnly   bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
