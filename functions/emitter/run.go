@@ -78,11 +78,16 @@ func (e *Emitter) newRun(ctx context.Context, cancel context.CancelFunc, now tim
 	return r
 }
 
-// holds reports whether a key belongs to one of the run's shards.
-func (r *run) holds(key string) bool { return r.index[domain.ShardOf(key, r.of)] >= 0 }
+// holds reports whether a key (of KeyHash h) belongs to one of the run's shards.
+func (r *run) holds(_ string, h uint64) bool { return r.index[r.shardOf(h)] >= 0 }
 
-// shardRunOf is the part of the run that key belongs to (holds is true).
-func (r *run) shardRunOf(key string) *shardRun { return r.shards[r.index[domain.ShardOf(key, r.of)]] }
+// shardOf is the shard number, of the run's count, of a key of KeyHash h.
+func (r *run) shardOf(h uint64) int {
+	if r.of <= 1 {
+		return 0
+	}
+	return int(h % uint64(r.of))
+}
 
 // sweep reads the bucket from position from, then sends each shard's last request, and waits
 // for the exporters.
@@ -114,7 +119,7 @@ func (r *run) sweep(from uint64) {
 func (r *run) entry(en store.Entry, derr error) error {
 	r.ord++
 	r.lastRev = en.Revision
-	sr := r.shardRunOf(en.Key)
+	sr := r.shards[r.index[r.shardOf(en.Hash)]]
 	sr.seen++
 	si := stateIndex(en.Record.State)
 	if derr != nil || si < 0 {

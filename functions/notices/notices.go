@@ -201,8 +201,8 @@ func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.S
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
 	r := &noticesRun{n: n, ctx: ctx, now: now, known: n.snapshot(), learned: map[string]sent{}, work: make(chan entry, workers)}
-	r.holds = func(key string) bool {
-		return slices.ContainsFunc(shards, func(s domain.Shard) bool { return s.Holds(key) })
+	r.holds = func(_ string, h uint64) bool {
+		return slices.ContainsFunc(shards, func(s domain.Shard) bool { return s.HoldsHash(h) })
 	}
 	for range workers {
 		r.wg.Add(1)
@@ -238,7 +238,7 @@ type noticesRun struct {
 	n       *Notifier
 	ctx     context.Context
 	now     time.Time
-	holds   func(string) bool
+	holds   func(string, uint64) bool
 	known   map[string]sent
 	work    chan entry
 	wg      sync.WaitGroup
@@ -348,12 +348,12 @@ func (n *Notifier) snapshot() map[string]sent {
 // update keeps what a run learned of the entities of its shards (held) that have a stage now;
 // the others have nothing due and need no memory. A run that did not read all of its shards
 // forgets nothing it did not see.
-func (n *Notifier) update(held func(string) bool, learned map[string]sent, complete bool) {
+func (n *Notifier) update(held func(string, uint64) bool, learned map[string]sent, complete bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	next := make(map[string]sent, len(n.known))
 	for k, s := range n.known {
-		if !complete || !held(k) {
+		if !complete || !held(k, domain.KeyHash(k)) {
 			next[k] = s
 		}
 	}

@@ -69,6 +69,9 @@ func (s Shard) String() string { return strconv.Itoa(s.Index) }
 // Holds reports whether the entity key belongs to the shard.
 func (s Shard) Holds(key string) bool { return ShardOf(key, s.Of) == s.Index }
 
+// HoldsHash reports whether the entity key whose KeyHash is h belongs to the shard.
+func (s Shard) HoldsHash(h uint64) bool { return s.Of <= 1 || int(h%uint64(s.Of)) == s.Index }
+
 // ShardMetadata is the metadata provisioning puts on a shard consumer.
 func ShardMetadata(s Shard) map[string]string {
 	return map[string]string{MetaShard: strconv.Itoa(s.Index), MetaShards: strconv.Itoa(s.Of)}

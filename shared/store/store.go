@@ -103,7 +103,9 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 
 // Entry is one record of a scan.
 type Entry struct {
-	Key      string
+	Key string
+	// Hash is domain.KeyHash(Key), set by Sweep.
+	Hash     uint64
 	Revision uint64
 	Record   domain.Record
 }

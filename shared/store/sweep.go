@@ -28,7 +28,8 @@ const kvStream = "KV_" + domain.Bucket
 
 const kvPrefix = "$KV." + domain.Bucket + "."
 
-// Sweep calls fn once for the current record of every key that keep accepts (nil: every key),
+// Sweep calls fn once for the current record of every key that keep accepts (nil: every key;
+// it is given the key and its domain.KeyHash, which shards are made of),
 // in one streaming pass over the bucket as it is when the sweep starts: from stream sequence
 // from to the end, then from the start up to from (from 0 or out of range: from the start).
 // Records of other keys are not decoded, and of the others only the summary
@@ -40,7 +41,7 @@ const kvPrefix = "$KV." + domain.Bucket + "."
 //
 // On a bucket that keeps more than one revision per key, the sweep reads in Scan's order
 // (from is ignored).
-func (s *Store) Sweep(ctx context.Context, from uint64, keep func(key string) bool, fn func(Entry, error) error) (SweepStats, error) {
+func (s *Store) Sweep(ctx context.Context, from uint64, keep func(key string, hash uint64) bool, fn func(Entry, error) error) (SweepStats, error) {
 	stream, err := s.js.Stream(ctx, kvStream)
 	if err != nil {
 		return SweepStats{}, fmt.Errorf("sweep: %w", err)
@@ -53,7 +54,8 @@ func (s *Store) Sweep(ctx context.Context, from uint64, keep func(key string) bo
 	if info.Config.MaxMsgsPerSubject != 1 {
 		err := s.Scan(ctx, func(e Entry, derr error) error {
 			st.Read++
-			if keep != nil && !keep(e.Key) {
+			e.Hash = domain.KeyHash(e.Key)
+			if keep != nil && !keep(e.Key, e.Hash) {
 				return nil
 			}
 			return fn(e, derr)
@@ -83,7 +85,7 @@ func (s *Store) Sweep(ctx context.Context, from uint64, keep func(key string) bo
 // sweep is one Sweep under way.
 type sweep struct {
 	s     *Store
-	keep  func(string) bool
+	keep  func(string, uint64) bool
 	fn    func(Entry, error) error
 	stats *SweepStats
 	seen  []uint64            // hashes of the keys read before the tail, sorted for the tail
@@ -140,10 +142,10 @@ func (sw *sweep) deliver(msg jetstream.Msg, seq uint64, tail bool) error {
 		return nil
 	}
 	key := strings.TrimPrefix(msg.Subject(), kvPrefix)
-	if sw.keep != nil && !sw.keep(key) {
+	h := domain.KeyHash(key)
+	if sw.keep != nil && !sw.keep(key, h) {
 		return nil
 	}
-	h := domain.KeyHash(key)
 	if tail {
 		if _, found := slices.BinarySearch(sw.seen, h); found {
 			return nil
@@ -158,7 +160,7 @@ func (sw *sweep) deliver(msg jetstream.Msg, seq uint64, tail bool) error {
 	} else {
 		sw.seen = append(sw.seen, h)
 	}
-	e := Entry{Key: key, Revision: seq}
+	e := Entry{Key: key, Hash: h, Revision: seq}
 	var derr error
 	if e.Record, derr = domain.DecodeRecordSummary(msg.Data()); derr != nil {
 		derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, key, derr)

@@ -29,7 +29,7 @@ func fill(t *testing.T, st *store.Store, n int) []uint64 {
 }
 
 // sweepKeys sweeps from a position and returns the keys in the order seen.
-func sweepKeys(t *testing.T, st *store.Store, from uint64, keep func(string) bool, also func(store.Entry)) ([]string, store.SweepStats) {
+func sweepKeys(t *testing.T, st *store.Store, from uint64, keep func(string, uint64) bool, also func(store.Entry)) ([]string, store.SweepStats) {
 	t.Helper()
 	var keys []string
 	stats, err := st.Sweep(context.Background(), from, keep, func(e store.Entry, derr error) error {
@@ -100,7 +100,12 @@ func TestSweep_ReadsOnlyItsShareYetCountsEverything(t *testing.T) {
 	all := 0
 	for s := range 4 {
 		shard := domain.Shard{Index: s, Of: 4}
-		keys, stats := sweepKeys(t, st, 0, shard.Holds, nil)
+		keys, stats := sweepKeys(t, st, 0, func(key string, h uint64) bool {
+			if h != domain.KeyHash(key) {
+				t.Fatalf("%s: hash %x, want its KeyHash", key, h)
+			}
+			return shard.HoldsHash(h)
+		}, nil)
 		for _, k := range keys {
 			if !shard.Holds(k) {
 				t.Errorf("shard %d read %s of shard %d", s, k, domain.ShardOf(k, 4))

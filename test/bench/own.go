@@ -225,4 +225,3 @@ func child(ctx context.Context, role string, env ...string) (*exec.Cmd, io.Write
 	}
 	return cmd, stdin, bufio.NewReader(stdout), nil
 }
-
