@@ -3,14 +3,18 @@ package fault
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
@@ -78,7 +82,10 @@ type stack struct {
 	js  jetstream.JetStream
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t *testing.T) *stack { return startStackTicking(t, tick) }
+
+// startStackTicking is startStack with another tick.
+func startStackTicking(t *testing.T, every time.Duration) *stack {
 	t.Helper()
 	srv := testenv.Server(t, embedded.Config{Name: "fault-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
 	st := &stack{srv: srv, url: srv.URL(), js: testenv.JetStream(t, testenv.Connect(t, srv))}
@@ -86,7 +93,7 @@ func startStack(t *testing.T) *stack {
 	defer cancel()
 	// The default ack wait is 30 s; 5 s keeps a killed replica's held commands from stalling
 	// their partitions for long, as in scenario a.
-	if _, err := provision.Run(ctx, st.js, provision.Config{Tick: tick, AckWait: 5 * time.Second}); err != nil {
+	if _, err := provision.Run(ctx, st.js, provision.Config{Tick: every, AckWait: 5 * time.Second}); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	return st
@@ -125,31 +132,68 @@ func waitEvents(js jetstream.JetStream, n int, timeout time.Duration) int {
 	}
 }
 
-// emission is one export request carrying cluster.maintenance.status.
+// emission is the whole emission of one tick: the requests of every shard whose points carry
+// the tick's time, merged.
 type emission struct {
-	at      time.Time
-	seq     int
-	replica string
-	export  otlpreceiver.Export
+	tick     time.Time       // the tick's time, which its points carry
+	at       time.Time       // when its last request arrived
+	seq      int             // the Seq of its last request
+	replica  string          // the replicas that sent it (the replica resource attribute), joined by "+"
+	replicas map[string]bool // the same, as a set
+	export   otlpreceiver.Export
 }
 
-// emissions lists the status emissions received, oldest first.
+const (
+	statusMetric   = "cluster.maintenance.status"
+	entitiesMetric = "cluster.maintenance.entities"
+	shardAttr      = "cluster.maintenance.emitter.shard"
+)
+
+// emissions lists the whole emissions received (every shard's fleet view came), by arrival.
 func emissions(r *otlpreceiver.Receiver) []emission {
-	var out []emission
+	byTick := map[time.Time][]otlpreceiver.Export{}
 	for _, e := range r.Exports() {
-		if !e.Has(statusMetric) {
-			continue
+		if at, ok := pointTime(e); ok {
+			byTick[at] = append(byTick[at], e)
 		}
-		em := emission{at: e.At, seq: e.Seq, export: e}
-		if ps := e.Find(statusMetric, nil); len(ps) > 0 {
-			em.replica = ps[0].Resource["replica"]
+	}
+	var out []emission
+	for at, xs := range byTick {
+		em := emission{tick: at, replicas: map[string]bool{}}
+		req := &colmetricpb.ExportMetricsServiceRequest{}
+		shards := map[string]bool{}
+		for _, x := range xs {
+			req.ResourceMetrics = append(req.ResourceMetrics, x.Request.GetResourceMetrics()...)
+			if x.Seq > em.seq {
+				em.seq, em.at = x.Seq, x.At
+			}
+			for _, p := range x.Find(entitiesMetric, nil) {
+				shards[p.Attrs[shardAttr]] = true
+			}
+			if ps := x.Points(); len(ps) > 0 {
+				em.replicas[ps[0].Resource["replica"]] = true
+			}
 		}
+		if len(shards) != domain.DefaultShards {
+			continue // not whole (yet)
+		}
+		em.replica = strings.Join(slices.Sorted(maps.Keys(em.replicas)), "+")
+		em.export = otlpreceiver.Export{Seq: em.seq, At: em.at, Request: req}
 		out = append(out, em)
 	}
+	slices.SortFunc(out, func(a, b emission) int { return a.at.Compare(b.at) })
 	return out
 }
 
-const statusMetric = "cluster.maintenance.status"
+// pointTime is the time the emission points of a request carry (false: no emission points).
+func pointTime(e otlpreceiver.Export) (time.Time, bool) {
+	for _, name := range []string{entitiesMetric, statusMetric} {
+		if ps := e.Find(name, nil); len(ps) > 0 {
+			return ps[0].Time, true
+		}
+	}
+	return time.Time{}, false
+}
 
 // maxGap is the longest time between successive emissions (and the two emissions around it).
 func maxGap(ems []emission) (time.Duration, int) {
@@ -163,20 +207,21 @@ func maxGap(ems []emission) (time.Duration, int) {
 	return gap, at
 }
 
-// awaitEmission waits for the first emission after the request numbered after.
+// awaitEmission waits for the first whole emission completed after the request numbered after.
 func awaitEmission(t *testing.T, r *otlpreceiver.Receiver, after int, timeout time.Duration) (emission, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	e, err := r.Await(ctx, after, func(e otlpreceiver.Export) bool { return e.Has(statusMetric) })
-	if err != nil {
-		return emission{}, err
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, e := range emissions(r) {
+			if e.seq > after {
+				return e, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return emission{}, fmt.Errorf("no whole emission after request #%d within %s", after, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	em := emission{at: e.At, seq: e.Seq, export: e}
-	if ps := e.Find(statusMetric, nil); len(ps) > 0 {
-		em.replica = ps[0].Resource["replica"]
-	}
-	return em, nil
 }
 
 // currentStates are the emitted states of an emission: entity → the state whose point is 1.
