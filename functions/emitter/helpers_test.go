@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
@@ -159,34 +158,14 @@ func runTime(e otlpreceiver.Export) time.Time {
 	return time.Time{}
 }
 
-// emission merges the requests of one tick's emission, every shard's, into one export.
-func emission(exports []otlpreceiver.Export) otlpreceiver.Export {
-	req := &colmetricpb.ExportMetricsServiceRequest{}
-	for _, x := range exports {
-		req.ResourceMetrics = append(req.ResourceMetrics, x.Request.GetResourceMetrics()...)
-	}
-	return otlpreceiver.Export{Request: req}
-}
-
-// ticksOf groups the emission requests received by the time their points carry, keeping the
-// ticks of which every one of shards fleet views has come (whole emissions), oldest first.
+// ticksOf is the whole emissions of ticks received (of which every one of shards fleet
+// views has come), each merged into one export, oldest tick first.
 func ticksOf(r *otlpreceiver.Receiver, shards int) []otlpreceiver.Export {
-	byTime := map[time.Time][]otlpreceiver.Export{}
-	for _, x := range r.Exports() {
-		if x.Has(emitter.MetricStatus) || x.Has(emitter.MetricEntities) {
-			byTime[runTime(x)] = append(byTime[runTime(x)], x)
-		}
-	}
-	var times []time.Time
-	for at, xs := range byTime {
-		if len(emission(xs).Find(emitter.MetricOverdue, nil)) == shards {
-			times = append(times, at)
-		}
-	}
-	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
-	out := make([]otlpreceiver.Export, len(times))
-	for i, at := range times {
-		out[i] = emission(byTime[at])
+	ems := r.Emissions(shards)
+	sort.Slice(ems, func(i, j int) bool { return ems[i].Tick.Before(ems[j].Tick) })
+	out := make([]otlpreceiver.Export, len(ems))
+	for i, e := range ems {
+		out[i] = e.Export
 	}
 	return out
 }

@@ -3,10 +3,8 @@ package fault
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
@@ -132,8 +129,7 @@ func waitEvents(js jetstream.JetStream, n int, timeout time.Duration) int {
 	}
 }
 
-// emission is the whole emission of one tick: the requests of every shard whose points carry
-// the tick's time, merged.
+// emission is the whole emission of one tick (every shard's requests, merged).
 type emission struct {
 	tick     time.Time       // the tick's time, which its points carry
 	at       time.Time       // when its last request arrived
@@ -143,56 +139,19 @@ type emission struct {
 	export   otlpreceiver.Export
 }
 
-const (
-	statusMetric   = "cluster.maintenance.status"
-	entitiesMetric = "cluster.maintenance.entities"
-	shardAttr      = "cluster.maintenance.emitter.shard"
-)
+const statusMetric = "cluster.maintenance.status"
 
 // emissions lists the whole emissions received (every shard's fleet view came), by arrival.
 func emissions(r *otlpreceiver.Receiver) []emission {
-	byTick := map[time.Time][]otlpreceiver.Export{}
-	for _, e := range r.Exports() {
-		if at, ok := pointTime(e); ok {
-			byTick[at] = append(byTick[at], e)
-		}
-	}
 	var out []emission
-	for at, xs := range byTick {
-		em := emission{tick: at, replicas: map[string]bool{}}
-		req := &colmetricpb.ExportMetricsServiceRequest{}
-		shards := map[string]bool{}
-		for _, x := range xs {
-			req.ResourceMetrics = append(req.ResourceMetrics, x.Request.GetResourceMetrics()...)
-			if x.Seq > em.seq {
-				em.seq, em.at = x.Seq, x.At
-			}
-			for _, p := range x.Find(entitiesMetric, nil) {
-				shards[p.Attrs[shardAttr]] = true
-			}
-			if ps := x.Points(); len(ps) > 0 {
-				em.replicas[ps[0].Resource["replica"]] = true
-			}
+	for _, e := range r.Emissions(domain.DefaultShards) {
+		em := emission{tick: e.Tick, at: e.At, seq: e.Seq, replica: strings.Join(e.Replicas, "+"), replicas: map[string]bool{}, export: e.Export}
+		for _, rep := range e.Replicas {
+			em.replicas[rep] = true
 		}
-		if len(shards) != domain.DefaultShards {
-			continue // not whole (yet)
-		}
-		em.replica = strings.Join(slices.Sorted(maps.Keys(em.replicas)), "+")
-		em.export = otlpreceiver.Export{Seq: em.seq, At: em.at, Request: req}
 		out = append(out, em)
 	}
-	slices.SortFunc(out, func(a, b emission) int { return a.at.Compare(b.at) })
 	return out
-}
-
-// pointTime is the time the emission points of a request carry (false: no emission points).
-func pointTime(e otlpreceiver.Export) (time.Time, bool) {
-	for _, name := range []string{entitiesMetric, statusMetric} {
-		if ps := e.Find(name, nil); len(ps) > 0 {
-			return ps[0].Time, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // maxGap is the longest time between successive emissions (and the two emissions around it).
