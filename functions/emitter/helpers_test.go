@@ -291,43 +291,8 @@ func newTelemetryFromEnv(t testing.TB) *telemetry.Telemetry {
 	return setupTelemetry(t, "", "")
 }
 
-// fill writes n records straight into the bucket's stream (what kv.Put does, without waiting
-// for each ack), with resource IDs from id and states in rotation. It returns the emitted
-// count per state, indexed as domain.States.
+// fill writes n records into the bucket of env (testenv.FillRecords).
 func fill(t testing.TB, env *testenv.Env, n int, id func(int) string) []int64 {
 	t.Helper()
-	js, err := jetstream.New(env.NC, jetstream.WithPublishAsyncMaxPending(2048))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testenv.Context(t, 2*time.Minute)
-	now := time.Now()
-	counts := make([]int64, len(domain.States))
-	for i := 0; i < n; i++ {
-		s := domain.States[i%len(domain.States)]
-		counts[i%len(domain.States)]++
-		b, err := domain.EncodeRecord(domain.Record{
-			ResourceID: id(i), State: s, StateSince: now, UpdatedAt: now,
-			LastCommandID: fmt.Sprintf("cmd-%d", i), Version: domain.RecordVersion,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := js.PublishAsync("$KV."+domain.Bucket+"."+domain.MustKey(id(i)), b); err != nil {
-			t.Fatal(err)
-		}
-		if i%1024 == 1023 {
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				t.Fatal("bucket fill timed out")
-			}
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal("bucket fill timed out")
-	}
-	return counts
+	return testenv.FillRecords(t, env.JS, n, id)
 }

@@ -26,7 +26,7 @@ type TickCount struct {
 // large fleet tick by tick.
 func WithTickCounts(metric, attr string, keep int) Option {
 	return func(r *Receiver) {
-		r.counts = &tickCounts{metric: metric, attr: attr, keep: keep, ticks: map[uint64]*tickState{}}
+		r.counts = &tickCounts{metric: metric, attr: attr, keep: keep, ticks: map[uint64]*tickState{}, last: map[string]uint64{}}
 	}
 }
 
@@ -34,6 +34,7 @@ type tickCounts struct {
 	metric, attr string
 	keep         int
 	ticks        map[uint64]*tickState
+	last         map[string]uint64 // per attribute value, the latest tick it was counted in
 }
 
 type tickState struct {
@@ -88,6 +89,7 @@ func (c *tickCounts) point(dp *metricpb.NumberDataPoint, seen map[uint64]bool) {
 			continue
 		}
 		id := kv.GetValue().GetStringValue()
+		c.last[id] = max(c.last[id], at)
 		if _, dup := st.ids[id]; dup {
 			st.duplicates++
 		} else {
@@ -109,4 +111,21 @@ func (r *Receiver) TickCounts() []TickCount {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
+}
+
+// SeenSince is how many distinct values of the counted attribute were counted in a tick at or
+// after t (with WithTickCounts): for cluster.maintenance.status, the entities exported since.
+func (r *Receiver) SeenSince(t time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		return 0
+	}
+	n := 0
+	for _, at := range r.counts.last {
+		if !unixNano(at).Before(t) {
+			n++
+		}
+	}
+	return n
 }
