@@ -88,7 +88,9 @@ func marshalRequest(buf []byte, req *colmetricpb.ExportMetricsServiceRequest) ([
 }
 
 // msgField is the size of a message field whose message is n bytes.
-func msgField(num protowire.Number, n int) int { return protowire.SizeTag(num) + protowire.SizeBytes(n) }
+func msgField(num protowire.Number, n int) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+}
 
 // strField is the size of a string field, 0 when empty (proto3 leaves it out).
 func strField(num protowire.Number, s string) int {
