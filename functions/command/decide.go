@@ -87,7 +87,7 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 		return decision{Action: actDuplicate, Event: domain.Duplicate(cmd, rec.State, at), Why: "id applied before"}
 	}
 	if rej := signedOnce(rec, cmd, d.StoredAt, rules.MaxCommandAge); rej != nil {
-		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired or replayed"}
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired"}
 	}
 	if rej := domain.CheckNotice(cmd, d.StoredAt, rules.MinNotice); rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "too little notice"}
@@ -109,15 +109,21 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	if adm.Rate > 0 {
 		next.AdmitTokens, next.AdmitAt = tokens, later(d.StoredAt, rec.AdmitAt)
 	}
+	// Past the horizon no signed command is accepted (by its stored time), so its id need not
+	// be remembered; the skew keeps a stream clock that steps back a little on the safe side.
+	horizon := d.StoredAt.Add(-rules.MaxCommandAge - maxFutureSkew)
 	if cmd.SignerKey != "" {
-		next.SignedUpTo = signedUpTo(rec.SignedUpTo, cmd, d.StoredAt.Add(-rules.MaxCommandAge-maxFutureSkew))
+		issued, _ := cmd.Issued()
+		next.RememberSigned(cmd.ID, issued, horizon)
+	} else {
+		next.RememberSigned("", time.Time{}, horizon)
 	}
 	return decision{Action: actApply, Next: next, Event: ev, Transition: tr, Why: "applied"}
 }
 
 // signedOnce refuses a signed command that is too old or too far ahead of the stream's clock
-// when stored, or that was issued no later than the last command applied with its key (a
-// replay, however it was sent: another Nats-Msg-Id, none, or after the id was forgotten).
+// when stored, or that was issued no later than a signed command the record has forgotten (it
+// could be a replay of that one). A replay of a remembered one is a duplicate before this.
 func signedOnce(rec domain.Record, cmd domain.Command, storedAt time.Time, maxAge time.Duration) *domain.Rejection {
 	if cmd.SignerKey == "" {
 		return nil
@@ -131,23 +137,11 @@ func signedOnce(rec domain.Record, cmd domain.Command, storedAt time.Time, maxAg
 	case issued.Sub(storedAt) > maxFutureSkew:
 		return unauthorized("expired: issued at %s, more than %s ahead of the stream's clock (%s)", cmd.IssuedAt, maxFutureSkew, storedAt.UTC().Format(time.RFC3339))
 	}
-	if last, seen := rec.SignedUpTo[cmd.SignerKey]; seen && !issued.After(last) {
-		return unauthorized("replayed: issued at %s, no later than the last command applied with this key (%s); sign a new command", cmd.IssuedAt, last.UTC().Format(time.RFC3339Nano))
+	if forgotten := rec.SignedForgottenUpTo(); !issued.After(forgotten) {
+		return unauthorized("expired: issued at %s, no later than %s, the newest signed command this entity no longer remembers (it remembers at most %d within the command age); sign a new command",
+			cmd.IssuedAt, forgotten.UTC().Format(time.RFC3339Nano), domain.MaxSignedIDs)
 	}
 	return nil
-}
-
-// signedUpTo is prev with cmd's issuedAt as its key's last, less the keys whose last command
-// was issued before horizon: any command they could still sign is past its age.
-func signedUpTo(prev map[string]time.Time, cmd domain.Command, horizon time.Time) map[string]time.Time {
-	issued, _ := cmd.Issued()
-	next := map[string]time.Time{cmd.SignerKey: issued}
-	for k, t := range prev {
-		if k != cmd.SignerKey && !t.Before(horizon) {
-			next[k] = t
-		}
-	}
-	return next
 }
 
 func unauthorized(format string, args ...any) *domain.Rejection {

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -29,10 +30,19 @@ func TestDecide(t *testing.T) {
 	signed := func(cid string, issued time.Time) domain.Command {
 		return signedRaw(cid, issued.Format(time.RFC3339Nano))
 	}
-	signedBy := func(r domain.Record, last time.Time) domain.Record {
-		r.SignedUpTo = map[string]time.Time{"UKEY": last}
+	// signedWith is r remembering signed commands c-1, c-2 … issued at the given times.
+	signedWith := func(r domain.Record, issued ...time.Time) domain.Record {
+		for i, at := range issued {
+			r.RememberSigned(fmt.Sprintf("c-%d", i+1), at, time.Time{})
+		}
 		return r
 	}
+	forgot := pending
+	forgot.SignedForgotten = t0
+	legacy := pending
+	legacy.SignedUpTo = map[string]time.Time{"UKEY": t0, "UOTHER": t0.Add(-time.Minute)}
+	signedPending := applied(domain.StatePending, "c-1", 10, t0)
+	signedPending = signedWith(signedPending, t0)
 	updating := applied(domain.StatePlanned, "c-10", 10, t0)
 	updating.Updating, updating.Task = true, domain.TaskEverything
 	limit := domain.Admission{Rate: 1, Burst: 2}
@@ -90,10 +100,22 @@ func TestDecide(t *testing.T) {
 			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
 		{name: "a signed command more than a minute ahead of the stream's clock is refused as expired", rec: pending, cmd: signed("c-11", t0.Add(3*time.Minute)),
 			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
-		{name: "a signed command issued no later than the key's last applied one is a replay", rec: signedBy(pending, t0), cmd: signed("c-replay", t0),
-			d: delivery{Seq: 90, StoredAt: t0.Add(5 * time.Minute)}, want: actReject, wantCode: domain.CodeUnauthorized},
-		{name: "a later command of the same key is applied", rec: signedBy(pending, t0), cmd: signed("c-11", t0.Add(time.Millisecond)),
+		{name: "a signed command the record remembers, sent again after more newer commands than the last ids, is a duplicate", rec: signedWith(pending, t0), cmd: signed("c-1", t0),
+			d: delivery{Seq: 90, StoredAt: t0.Add(5 * time.Minute)}, want: actDuplicate},
+		{name: "a new signed command stamped with the same whole second as the last one of its key is applied", rec: signedWith(pending, t0), cmd: signedRaw("c-11", t0.Format(time.RFC3339)),
 			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
+		{name: "a new signed command issued 30 s before the last one of its key (another sender's clock) is applied", rec: signedWith(pending, t0), cmd: signed("c-11", t0.Add(-30*time.Second)),
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
+		{name: "a dead letter sent again after newer signed commands, within its age, is applied", rec: signedWith(pending, t0.Add(time.Minute), t0.Add(2*time.Minute)), cmd: signed("c-dead", t0),
+			d: delivery{Seq: 40, StoredAt: t0.Add(10 * time.Minute)}, want: actApply, wantTo: domain.StateNone},
+		{name: "a signed command issued no later than the newest one the record forgot is refused", rec: forgot, cmd: signed("c-11", t0),
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
+		{name: "a record of the per-key memory refuses a signed command issued no later than its newest time", rec: legacy, cmd: signed("c-11", t0),
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeUnauthorized},
+		{name: "a record of the per-key memory applies a later signed command and keeps its time as forgotten", rec: legacy, cmd: signed("c-11", t0.Add(time.Millisecond)),
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actApply, wantTo: domain.StateNone},
+		{name: "the signed command applied last, delivered again (same sequence), republishes its outcome", rec: signedPending, cmd: signed("c-1", t0),
+			d: delivery{Seq: 10, StoredAt: t0}, want: actRepublish},
 		{name: "a remembered record that would apply is decided on", rec: pending, cmd: cmd("c-11", domain.TaskNone),
 			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: actApply, wantTo: domain.StateNone},
 		{name: "a remembered record that would not apply is read again", rec: pending, cmd: cmd("c-11", domain.TaskUpdateSucceeded),
@@ -121,6 +143,12 @@ func TestDecide(t *testing.T) {
 				}
 				if dec.Event.To != tc.wantTo || dec.Event.CommandSeq != tc.d.Seq {
 					t.Errorf("event %+v", dec.Event)
+				}
+				if tc.cmd.SignerKey != "" {
+					last := n.SignedIDs[len(n.SignedIDs)-1]
+					if last.ID != tc.cmd.ID || last.IssuedAt.Format(time.RFC3339Nano) != tc.cmd.IssuedAt || n.SignedUpTo != nil || n.SignedForgottenUpTo().Before(tc.rec.SignedForgottenUpTo()) {
+						t.Errorf("next record's signed memory %+v, forgotten up to %s", n.SignedIDs, n.SignedForgottenUpTo())
+					}
 				}
 			case actReject:
 				if dec.Event.Outcome != domain.OutcomeRejected || dec.Event.Code != tc.wantCode || dec.Event.From != tc.rec.State || dec.Event.To != tc.rec.State {
@@ -154,27 +182,157 @@ func TestDecide_SameInputsSameDecision(t *testing.T) {
 	}
 }
 
-// TestDecide_SignedUpToStaysSmall: the replay memory keeps one time per key, and forgets a key
-// whose last command is past any command's age, so it does not grow with the commands.
-func TestDecide_SignedUpToStaysSmall(t *testing.T) {
+// TestDecide_SignedMemoryIsBounded: the record remembers the signed commands within the age
+// window only, and never more than MaxSignedIDs, whatever the rate; what it forgets is
+// covered by SignedForgotten.
+func TestDecide_SignedMemoryIsBounded(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	rules := settings{MaxCommandAge: 15 * time.Minute}
-	rec := domain.Record{State: domain.StateNone}
-	for i := range 1000 {
-		at := t0.Add(time.Duration(i) * time.Minute)
-		key := []string{"UADMIN", "UUPDATER"}[i%2]
-		if i > 500 {
-			key = "UADMIN" // the updater's key is retired
+	// run applies n signed commands, the i-th issued at issued(i) and stored a second later.
+	run := func(n int, issued func(i int) time.Time) domain.Record {
+		t.Helper()
+		rec := domain.Record{State: domain.StateNone}
+		for i := range n {
+			at := issued(i)
+			key := []string{"UADMIN", "UUPDATER"}[i%2]
+			c := domain.Command{ID: fmt.Sprintf("c-%d", i), ResourceID: "/r", Task: alternate(rec), IssuedAt: at.Format(time.RFC3339Nano), SignerKey: key}
+			dec := decide(rec, c, delivery{Seq: uint64(i + 1), StoredAt: at.Add(time.Second)}, rules, at)
+			if dec.Action != actApply {
+				t.Fatalf("command %d: %s (%s) %+v", i, dec.Action, dec.Why, dec.Event)
+			}
+			rec = dec.Next
 		}
-		task := []domain.Task{domain.TaskPending, domain.TaskNone}[i%2]
-		c := domain.Command{ID: fmt.Sprintf("c-%d", i), ResourceID: "/r", Task: task, IssuedAt: at.Format(time.RFC3339Nano), SignerKey: key}
-		dec := decide(rec, c, delivery{Seq: uint64(i + 1), StoredAt: at.Add(time.Second)}, rules, at)
+		return rec
+	}
+
+	// One a minute: those issued within the age and the skew (16 min) of the last stored time.
+	rec := run(1000, func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) })
+	last := t0.Add(999 * time.Minute)
+	if len(rec.SignedIDs) != 16 || rec.SignedIDs[0].ID != "c-984" || !rec.SignedForgotten.Equal(t0.Add(983*time.Minute)) || len(rec.RecentCommandIDs) != domain.RecentIDs {
+		t.Fatalf("one a minute, last issued %s: %d signed remembered from %+v, forgotten up to %s, %d ids", last, len(rec.SignedIDs), rec.SignedIDs[0], rec.SignedForgotten, len(rec.RecentCommandIDs))
+	}
+
+	// An unsigned command stored past the age of them all: every one forgotten.
+	c := domain.Command{ID: "unsigned", ResourceID: "/r", Task: alternate(rec)}
+	dec := decide(rec, c, delivery{Seq: 1001, StoredAt: last.Add(17 * time.Minute)}, rules, last)
+	if dec.Action != actApply || dec.Next.SignedIDs != nil || !dec.Next.SignedForgotten.Equal(last) {
+		t.Fatalf("unsigned command past the age: %s, %d remembered, forgotten up to %s", dec.Action, len(dec.Next.SignedIDs), dec.Next.SignedForgotten)
+	}
+
+	// A thousand within a few seconds: the newest MaxSignedIDs, the rest forgotten.
+	rec = run(1000, func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) })
+	if len(rec.SignedIDs) != domain.MaxSignedIDs || !rec.SignedForgotten.Equal(t0.Add(time.Duration(999-domain.MaxSignedIDs)*time.Millisecond)) {
+		t.Fatalf("a thousand in a second: %d remembered, forgotten up to %s", len(rec.SignedIDs), rec.SignedForgotten)
+	}
+	b, _ := domain.EncodeRecord(rec)
+	t.Logf("a record remembering %d signed commands (ids of 5 characters): %d bytes", len(rec.SignedIDs), len(b))
+}
+
+// alternate is a task that always applies on rec: Pending, then None.
+func alternate(rec domain.Record) domain.Task {
+	if rec.State == domain.StatePending {
+		return domain.TaskNone
+	}
+	return domain.TaskPending
+}
+
+// TestDecide_OnlyReplaysAreRefused drives one entity through thousands of signed commands as
+// senders send them: several sharing a key with clocks up to 30 s apart, stamping whole seconds,
+// many within one stored second, mixed with copies of bodies applied before, sent again at any
+// later time. Every new command is applied, in stream order; no copy ever is.
+func TestDecide_OnlyReplaysAreRefused(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rules := settings{MaxCommandAge: 15 * time.Minute, Admission: domain.Admission{Rate: 20, Burst: 200}}
+	rng := rand.New(rand.NewPCG(21, 1))
+	skews := []time.Duration{0, -30 * time.Second, 30 * time.Second} // the senders' clocks
+	rec := domain.Record{State: domain.StateNone}
+	var sent []domain.Command
+	stored := t0
+	fresh, copies, limited := 0, 0, 0
+	for seq := uint64(1); seq <= 5000; seq++ {
+		if rng.IntN(10) == 0 { // a pause, sometimes longer than the age
+			stored = stored.Add(time.Duration(rng.IntN(1200)) * time.Second)
+		} else {
+			stored = stored.Add(time.Duration(rng.IntN(100)) * time.Millisecond)
+		}
+		d := delivery{Seq: seq, StoredAt: stored}
+		if len(sent) > 0 && rng.IntN(3) == 0 {
+			c := sent[rng.IntN(len(sent))]
+			if dec := decide(rec, c, d, rules, stored); dec.Action == actApply {
+				t.Fatalf("a copy of %s (issued %s) stored at %s was applied again", c.ID, c.IssuedAt, stored)
+			}
+			copies++
+			continue
+		}
+		issued := stored.Add(skews[rng.IntN(len(skews))]).Truncate(time.Second)
+		c := domain.Command{ID: fmt.Sprintf("c-%d", seq), ResourceID: "/r", Task: alternate(rec), IssuedAt: issued.Format(time.RFC3339), SignerKey: "UKEY"}
+		dec := decide(rec, c, d, rules, stored)
+		if dec.Action == actReject && dec.Event.Message == domain.TooMany().Message {
+			limited++ // over the entity's admission: refused for the rate, not as a replay
+			continue
+		}
 		if dec.Action != actApply {
-			t.Fatalf("command %d: %s (%s) %+v", i, dec.Action, dec.Why, dec.Event)
+			t.Fatalf("new command %s issued %s, stored %s: %s (%s) %s", c.ID, c.IssuedAt, stored, dec.Action, dec.Why, dec.Event.Message)
 		}
 		rec = dec.Next
+		sent = append(sent, c)
+		fresh++
 	}
-	if len(rec.SignedUpTo) != 1 || len(rec.RecentCommandIDs) != domain.RecentIDs {
-		t.Fatalf("after 1,000 commands: %d keys remembered %v, %d ids", len(rec.SignedUpTo), rec.SignedUpTo, len(rec.RecentCommandIDs))
+	t.Logf("%d new commands applied, %d over the admission, %d copies refused; %d signed remembered at the end", fresh, limited, copies, len(rec.SignedIDs))
+}
+
+// TestDecide_BurstInOneSecondIsApplied: a hundred commands of one key stamped with the same
+// whole second and stored within it are all applied; a copy of each, later, is not.
+func TestDecide_BurstInOneSecondIsApplied(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rules := settings{MaxCommandAge: 15 * time.Minute, Admission: domain.Admission{Rate: 20, Burst: 200}}
+	rec := domain.Record{State: domain.StateNone}
+	var burst []domain.Command
+	for i := range 100 {
+		c := domain.Command{ID: fmt.Sprintf("c-%d", i), ResourceID: "/r", Task: alternate(rec), IssuedAt: t0.Format(time.RFC3339), SignerKey: "UKEY"}
+		dec := decide(rec, c, delivery{Seq: uint64(i + 1), StoredAt: t0.Add(time.Duration(i) * 5 * time.Millisecond)}, rules, t0)
+		if dec.Action != actApply {
+			t.Fatalf("command %d of the burst: %s (%s) %s", i, dec.Action, dec.Why, dec.Event.Message)
+		}
+		rec = dec.Next
+		burst = append(burst, c)
+	}
+	for i, c := range burst {
+		dec := decide(rec, c, delivery{Seq: uint64(200 + i), StoredAt: t0.Add(10 * time.Minute)}, rules, t0)
+		if dec.Action != actDuplicate {
+			t.Fatalf("copy of %s: %s (%s), want a duplicate", c.ID, dec.Action, dec.Why)
+		}
+	}
+}
+
+// BenchmarkDecide_SignedMemory is what the memory of signed commands costs a command, by how
+// many the record holds: decode the record, decide a signed command, encode the next record
+// (go test ./functions/command -run X -bench SignedMemory).
+func BenchmarkDecide_SignedMemory(b *testing.B) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 1, 16, domain.MaxSignedIDs} {
+		b.Run(fmt.Sprintf("remembered=%d", n), func(b *testing.B) {
+			rec := domain.Record{State: domain.StateNone}
+			for i := range n {
+				rec.RememberSigned(fmt.Sprintf("tp12345-%d", i), t0.Add(time.Duration(i)*time.Millisecond), time.Time{})
+				rec.Remember(fmt.Sprintf("tp12345-%d", i))
+			}
+			raw, _ := domain.EncodeRecord(rec)
+			for i := 0; b.Loop(); i++ {
+				r, err := domain.DecodeRecord(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := domain.Command{ID: fmt.Sprintf("x-%d", i), ResourceID: "/r", Task: alternate(r), IssuedAt: t0.Add(time.Second).Format(time.RFC3339Nano), SignerKey: "UKEY"}
+				dec := decide(r, c, delivery{Seq: 1 << 40, StoredAt: t0.Add(2 * time.Second)}, settings{MaxCommandAge: 15 * time.Minute}, t0)
+				if dec.Action != actApply {
+					b.Fatal(dec.Why)
+				}
+				if _, err := domain.EncodeRecord(dec.Next); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(raw)), "record-bytes")
+		})
 	}
 }

@@ -18,8 +18,9 @@ import (
 	"maintsignals/test/testenv"
 )
 
-// startReplicas runs n replicas of the command function until the test ends.
-func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wrap ...func(function.Handler) function.Handler) {
+// startReplicas runs n replicas of the command function until the test ends, or until the
+// returned stop is called.
+func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wrap ...func(function.Handler) function.Handler) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -41,7 +42,9 @@ func startReplicas(t *testing.T, env *testenv.Env, n int, cfg command.Config, wr
 			}
 		}()
 	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(stop)
+	return stop
 }
 
 // send publishes a command as an integrator would: JSON body, id also in Nats-Msg-Id.

@@ -15,8 +15,10 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/infra/provision"
+	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -132,8 +134,165 @@ func TestHandle_CapturedSignedCommandNeverTakesEffectTwice(t *testing.T) {
 		t.Fatalf("announce applied %d times, %d replay outcomes; want 1 and 4", applied, len(replays))
 	}
 	rec, _ := record(t, env, key)
-	if rec.State != domain.StateCustomerActionNeeded || rec.LastCommandID != "newer-32" || len(rec.SignedUpTo) != 1 {
-		t.Fatalf("record %+v, want CustomerActionNeeded from newer-32 and one key remembered", rec)
+	if rec.State != domain.StateCustomerActionNeeded || rec.LastCommandID != "newer-32" || len(rec.SignedIDs) != 35 || rec.SignedIDs[0].ID != "announce" {
+		t.Fatalf("record %+v, want CustomerActionNeeded from newer-32 and the 35 signed commands remembered", rec)
+	}
+}
+
+// sendSigned publishes each command signed by kp with its own Nats-Msg-Id, in order, and
+// returns the captured messages.
+func sendSigned(t *testing.T, env *testenv.Env, kp nkeys.KeyPair, cmds []domain.Command) []*nats.Msg {
+	t.Helper()
+	var sent []*nats.Msg
+	for _, c := range cmds {
+		m := signedMsg(t, kp, c, c.ID)
+		if _, err := env.JS.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	return sent
+}
+
+// appliedInOrder checks that the first events of an entity are the commands applied, in the
+// order sent.
+func appliedInOrder(t *testing.T, evs []domain.Event, cmds []domain.Command) {
+	t.Helper()
+	for i, c := range cmds {
+		if ev := evs[i]; ev.CommandID != c.ID || ev.Outcome != domain.OutcomeApplied {
+			t.Fatalf("event %d: %s %s %s %q, want %s applied", i, ev.CommandID, ev.Outcome, ev.Code, ev.Message, c.ID)
+		}
+	}
+}
+
+// TestHandle_SignedBurstStampedInOneSecondIsApplied: a hundred commands for one cluster, signed
+// with one key and stamped with the same whole second (Go's time.RFC3339, as integrators
+// stamp), are all applied in order; captured copies of them sent again without a header are not.
+func TestHandle_SignedBurstStampedInOneSecondIsApplied(t *testing.T) {
+	admin, policy := adminPolicy(t)
+	env := testenv.Start(t)
+	startReplicas(t, env, 1, command.Config{Auth: policy})
+	key := domain.MustKey(cluster)
+	second := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	var cmds []domain.Command
+	for i := range 100 {
+		task := []domain.Task{domain.TaskPending, domain.TaskNone}[i%2]
+		cmds = append(cmds, domain.Command{ID: fmt.Sprintf("burst-%d", i), ResourceID: cluster, Task: task, IssuedAt: second})
+	}
+	sent := sendSigned(t, env, admin, cmds)
+	appliedInOrder(t, events(t, env.JS, key, len(cmds)), cmds)
+	for _, i := range []int{0, 50, 98} { // a Pending each: it would change the state back
+		replay(t, env, sent[i], "")
+	}
+	evs := events(t, env.JS, key, len(cmds)+3)
+	for _, ev := range evs[len(cmds):] {
+		if ev.Outcome != domain.OutcomeDuplicate {
+			t.Errorf("copy of %s: %s %s %q, want a duplicate", ev.CommandID, ev.Outcome, ev.Code, ev.Message)
+		}
+	}
+	if rec, _ := record(t, env, key); rec.State != domain.StateNone || rec.LastCommandID != "burst-99" {
+		t.Fatalf("record %+v, want None from burst-99", rec)
+	}
+}
+
+// TestHandle_SendersSharingAKeyWithSkewedClocksAreAllApplied: two senders share one key (an
+// updater fleet), one clock 30 s behind the other, and interleave their commands: each is
+// applied in stream order, over two replicas; copies of them sent again are not.
+func TestHandle_SendersSharingAKeyWithSkewedClocksAreAllApplied(t *testing.T) {
+	admin, policy := adminPolicy(t)
+	env := testenv.Start(t)
+	startReplicas(t, env, 2, command.Config{Auth: policy})
+	key := domain.MustKey(cluster)
+	clocks := []time.Duration{0, -30 * time.Second}
+	var cmds []domain.Command
+	var sent []*nats.Msg
+	for i := range 20 {
+		sender := i % 2
+		task := []domain.Task{domain.TaskPending, domain.TaskNone}[i%2]
+		c := domain.Command{ID: fmt.Sprintf("sender%d-%d", sender, i), ResourceID: cluster, Task: task,
+			IssuedAt: time.Now().UTC().Add(clocks[sender]).Format(time.RFC3339)}
+		cmds = append(cmds, c)
+		sent = append(sent, sendSigned(t, env, admin, []domain.Command{c})...)
+	}
+	appliedInOrder(t, events(t, env.JS, key, len(cmds)), cmds)
+	for _, m := range sent {
+		replay(t, env, m, "")
+	}
+	for _, ev := range events(t, env.JS, key, 2*len(cmds))[len(cmds):] {
+		if ev.Outcome == domain.OutcomeApplied {
+			t.Errorf("a copy of %s was applied again", ev.CommandID)
+		}
+	}
+	if rec, _ := record(t, env, key); rec.State != domain.StateNone || rec.LastCommandID != "sender1-19" {
+		t.Fatalf("record %+v, want None from sender1-19", rec)
+	}
+}
+
+// TestHandle_SignedDeadLetterReplayedAfterNewerCommandsIsApplied: a signed command dead-lettered
+// in a bucket outage, sent again with `maintctl dlq replay` after newer signed commands of its
+// entity were applied, is applied: it never was. A copy of it sent again after that is not.
+func TestHandle_SignedDeadLetterReplayedAfterNewerCommandsIsApplied(t *testing.T) {
+	admin, policy := adminPolicy(t)
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
+	st, err := store.Open(context.Background(), env.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outage := &testenv.Outage{Records: st}
+	startReplicas(t, env, 1, command.Config{Auth: policy, Records: outage, MaxDeliver: 2})
+	key := domain.MustKey(cluster)
+	ctx := testenv.Context(t, time.Minute)
+
+	outage.Down.Store(true)
+	late := sendSigned(t, env, admin, []domain.Command{{ID: "late", ResourceID: cluster, Task: domain.TaskPending}})[0]
+	if ev := events(t, env.JS, key, 1)[0]; ev.Outcome != domain.OutcomeDeadLettered {
+		t.Fatalf("in the outage: %+v, want dead_lettered", ev)
+	}
+	outage.Down.Store(false)
+	newer := []domain.Command{{ID: "newer-0", ResourceID: cluster, Task: domain.TaskCustomerActionNeeded}, {ID: "newer-1", ResourceID: cluster, Task: domain.TaskNone}}
+	sendSigned(t, env, admin, newer)
+	appliedInOrder(t, events(t, env.JS, key, 3)[1:], newer)
+	letters, err := dlq.List(ctx, env.JS)
+	if err != nil || len(letters) != 1 {
+		t.Fatalf("dead letters %+v (%v), want the one", letters, err)
+	}
+	if _, err := dlq.Replay(ctx, env.JS, letters[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	replay(t, env, late, "")
+	evs := events(t, env.JS, key, 5)
+	if evs[3].CommandID != "late" || evs[3].Outcome != domain.OutcomeApplied || evs[4].Outcome != domain.OutcomeDuplicate {
+		t.Fatalf("the dead letter sent again, then a copy: %+v, %+v; want applied, then a duplicate", evs[3], evs[4])
+	}
+	if rec, _ := record(t, env, key); rec.State != domain.StatePending || rec.LastCommandID != "late" {
+		t.Fatalf("record %+v, want Pending from late", rec)
+	}
+}
+
+// TestHandle_CapturedSignedCommandRefusedAfterARestart: the memory of signed commands is the
+// record's, so a copy sent after the whole stack restarted (functions and server, the
+// duplicate window of the stream gone with the header left out) has no second effect.
+func TestHandle_CapturedSignedCommandRefusedAfterARestart(t *testing.T) {
+	admin, policy := adminPolicy(t)
+	dir := t.TempDir()
+	env := testenv.StartIn(t, dir)
+	stop := startReplicas(t, env, 1, command.Config{Auth: policy})
+	key := domain.MustKey(cluster)
+	cmds := []domain.Command{{ID: "announce", ResourceID: cluster, Task: domain.TaskPending}, {ID: "clear", ResourceID: cluster, Task: domain.TaskNone}}
+	captured := sendSigned(t, env, admin, cmds)[0]
+	appliedInOrder(t, events(t, env.JS, key, 2), cmds)
+	stop()
+	env.NC.Close()
+	env.Server.Stop()
+
+	env = testenv.StartIn(t, dir)
+	startReplicas(t, env, 1, command.Config{Auth: policy})
+	replay(t, env, captured, "")
+	if ev := events(t, env.JS, key, 3)[2]; ev.CommandID != "announce" || ev.Outcome != domain.OutcomeDuplicate {
+		t.Fatalf("copy after the restart: %+v, want a duplicate", ev)
+	}
+	if rec, _ := record(t, env, key); rec.State != domain.StateNone {
+		t.Fatalf("record %+v, want None", rec)
 	}
 }
 

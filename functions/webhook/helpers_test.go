@@ -138,6 +138,15 @@ func cluster(i int) string {
 // CloudEvents headers) and returns its id.
 func publishEvent(t *testing.T, js jetstream.JetStream, res string, n int, to domain.State) string {
 	t.Helper()
+	m := eventMsg(res, n, to)
+	if _, err := js.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Header.Get(domain.HeaderMsgID)
+}
+
+// eventMsg is outcome event n of res, to state to, as the command function stores it.
+func eventMsg(res string, n int, to domain.State) *nats.Msg {
 	id := fmt.Sprintf("cmd-%d:%d", n, n)
 	ev := domain.Event{CommandID: fmt.Sprintf("cmd-%d", n), ResourceID: res, Task: domain.TaskPending, Outcome: domain.OutcomeApplied,
 		From: domain.StateNone, To: to, At: time.Now().UTC(), CommandSeq: uint64(n)}
@@ -146,10 +155,7 @@ func publishEvent(t *testing.T, js jetstream.JetStream, res string, n int, to do
 	m.Data = b
 	m.Header.Set(domain.HeaderMsgID, id)
 	domain.SetCloudEventHeaders(m.Header, domain.OutcomeCEType(ev.Outcome), id, res, ev.At)
-	if _, err := js.PublishMsg(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return m
 }
 
 // sub is a subscription to url with the test secret.

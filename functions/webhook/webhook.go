@@ -6,7 +6,9 @@
 // sources the events and notices and takes the subscription's replays), with workers of its
 // own in the runtime: a slow or failing endpoint holds up only its subscription. The consumers are keyed by entity and pinned to one replica at a time,
 // so an entity's deliveries go one after another in stream order while different entities'
-// go at once, and a retry waits in place without holding up other entities.
+// go at once, and a retry waits in place without holding up other entities. A new
+// subscription starts at the events stored after it was created (start.go), or with
+// FromStart at the oldest the feed keeps.
 package webhook
 
 import (
@@ -52,8 +54,9 @@ var ErrInvalidConfig = errors.New("invalid webhook config")
 // Config configures a replica of the webhook function. Zero fields take the defaults.
 type Config struct {
 	Subscriptions []Subscription
-	// FromStart makes a subscription seen for the first time start at the oldest stored event
-	// instead of the next new one. A subscription that has progress keeps it.
+	// FromStart makes a subscription seen for the first time start at the oldest message the
+	// feed keeps (the feed copies from its own creation on) instead of at what is stored after
+	// the subscription is created. A subscription that has progress keeps it.
 	FromStart bool
 	// Timeout bounds one HTTP attempt.
 	Timeout time.Duration
@@ -127,11 +130,12 @@ type Deliverer struct {
 	subs map[string]*subscriber
 }
 
-// subscriber is one subscription with its HTTP sender and log.
+// subscriber is one subscription with its HTTP sender, its log and where it started.
 type subscriber struct {
-	sub *Subscription
-	snd *sender
-	log *slog.Logger
+	sub   *Subscription
+	snd   *sender
+	log   *slog.Logger
+	start start
 }
 
 // New checks the subscriptions and ensures each one's consumer.
@@ -140,17 +144,19 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Deliverer, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := js.Stream(ctx, domain.WebhookStream); err != nil {
+	feed, err := js.Stream(ctx, domain.WebhookStream)
+	if err != nil {
 		return nil, fmt.Errorf("webhook function: the webhook feed, stream %s: %w (run `maintctl provision --webhooks`)", domain.WebhookStream, err)
 	}
 	d := &Deliverer{cfg: cfg, subs: map[string]*subscriber{}}
 	for i := range cfg.Subscriptions {
 		sub := &cfg.Subscriptions[i]
-		if err := ensureConsumer(ctx, js, cfg, sub.Name); err != nil {
+		st, err := ensureConsumer(ctx, js, feed, cfg, sub.Name)
+		if err != nil {
 			return nil, err
 		}
 		d.subs[domain.WebhookConsumer(sub.Name)] = &subscriber{
-			sub: sub, snd: newSender(sub, cfg.Timeout),
+			sub: sub, snd: newSender(sub, cfg.Timeout), start: st,
 			log: cfg.Log.With("function", "webhook", "subscription", sub.Name),
 		}
 		if strings.HasPrefix(sub.URL, "http:") {
@@ -180,16 +186,13 @@ func filters(sub string) []string {
 	return []string{domain.EventPrefix + "*", domain.NoticePrefix + "*", domain.WebhookReplaySubject(sub, "*")}
 }
 
-// ensureConsumer creates the subscription's durable consumer, or brings an existing one's
-// settings up to date. Where a new one starts is set once, at creation: later runs keep its
-// progress whatever --from-start says.
-func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub string) error {
-	want := jetstream.ConsumerConfig{
+// consumerConfig is the settings of a subscription's consumer, but where it starts.
+func consumerConfig(cfg Config, sub string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
 		Durable:        domain.WebhookConsumer(sub),
 		Description:    "webhook function, subscription " + sub,
 		FilterSubjects: filters(sub),
 		AckPolicy:      jetstream.AckExplicitPolicy,
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{webhookGroup},
 		PinnedTTL:      domain.PinnedTTL(ackWait),
@@ -198,32 +201,58 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg Config, sub
 		// The function decides when a delivery is given up (after RetryFor), never the server.
 		MaxDeliver: -1,
 	}
-	if cfg.FromStart {
-		want.DeliverPolicy = jetstream.DeliverAllPolicy
-	}
+}
+
+// ensureConsumer creates the subscription's durable consumer, or brings an existing one's
+// settings up to date, and returns where the subscription started. Where a new one starts is
+// set once, at creation: later runs keep its progress whatever --from-start says.
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, feed jetstream.Stream, cfg Config, sub string) (start, error) {
+	want := consumerConfig(cfg, sub)
 	stream := domain.WebhookStream
 	c, err := js.Consumer(ctx, stream, want.Durable)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		if _, err := js.CreateConsumer(ctx, stream, want); err != nil {
-			return fmt.Errorf("webhook function: create consumer %s/%s: %w", stream, want.Durable, err)
-		}
-		cfg.Log.Info("webhook consumer created", "subscription", sub, "from_start", want.DeliverPolicy == jetstream.DeliverAllPolicy)
-		return nil
-	case err != nil:
-		return fmt.Errorf("webhook function: consumer %s/%s: %w", stream, want.Durable, err)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		c, err = createConsumer(ctx, js, feed, cfg, sub)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhook function: consumer %s/%s: %w", stream, want.Durable, err)
 	}
 	have := c.CachedInfo().Config
 	want.DeliverPolicy, want.OptStartSeq, want.OptStartTime = have.DeliverPolicy, have.OptStartSeq, have.OptStartTime
-	want.Replicas = have.Replicas
+	want.Replicas, want.Metadata = have.Replicas, have.Metadata
 	if slices.Equal(have.FilterSubjects, want.FilterSubjects) && have.MaxAckPending == want.MaxAckPending && have.AckWait == want.AckWait &&
 		have.PinnedTTL == want.PinnedTTL && have.PriorityPolicy == want.PriorityPolicy && have.MaxDeliver == want.MaxDeliver {
-		return nil
+		return startOf(have.Metadata), nil
 	}
 	if _, err := js.UpdateConsumer(ctx, stream, want); err != nil {
-		return fmt.Errorf("webhook function: update consumer %s/%s: %w", stream, want.Durable, err)
+		return nil, fmt.Errorf("webhook function: update consumer %s/%s: %w", stream, want.Durable, err)
 	}
-	return nil
+	return startOf(have.Metadata), nil
+}
+
+// createConsumer creates a subscription's consumer: at the oldest the feed keeps with
+// FromStart, else at what is stored from now on (see start). Another replica creating it at
+// the same moment wins; this one takes its consumer.
+func createConsumer(ctx context.Context, js jetstream.JetStream, feed jetstream.Stream, cfg Config, sub string) (jetstream.Consumer, error) {
+	want := consumerConfig(cfg, sub)
+	want.DeliverPolicy = jetstream.DeliverAllPolicy
+	var st start
+	if !cfg.FromStart {
+		first, s, err := subscriptionStart(ctx, js, feed)
+		if err != nil {
+			return nil, err
+		}
+		want.DeliverPolicy, want.OptStartSeq, want.Metadata, st = jetstream.DeliverByStartSequencePolicy, first, s.metadata(), s
+	}
+	c, err := js.CreateConsumer(ctx, domain.WebhookStream, want)
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		return js.Consumer(ctx, domain.WebhookStream, want.Durable)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create: %w", err)
+	}
+	cfg.Log.Info("webhook consumer created", "subscription", sub, "from_start", cfg.FromStart,
+		"feed_seq", want.OptStartSeq, "after", st)
+	return c, nil
 }
 
 // RuntimeConfig is how the function runtime serves the webhook function: every
@@ -270,6 +299,9 @@ func (d *Deliverer) Handle(ctx context.Context, msg function.Message) error {
 	s, ok := d.subs[msg.Consumer]
 	if !ok {
 		return function.Permanent(fmt.Errorf("webhook function: no subscription for consumer %q", msg.Consumer))
+	}
+	if s.start.history(msg.Header) {
+		return nil // stored before the subscription began
 	}
 	it := itemOf(msg)
 	if !s.sub.wants(it) {

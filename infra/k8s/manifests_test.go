@@ -182,7 +182,13 @@ func decodeStrict(doc []byte) (any, error) {
 
 func decodeOverlay(t *testing.T, overlay string) *rendered {
 	t.Helper()
-	docs, err := documents(render(t, overlay))
+	return decodeDocs(t, overlay, render(t, overlay))
+}
+
+// decodeDocs decodes what an overlay rendered.
+func decodeDocs(t *testing.T, overlay string, data []byte) *rendered {
+	t.Helper()
+	docs, err := documents(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func addEmitFlags(c *cobra.Command, f *emitFlags) {
 	c.Flags().Float64Var(&f.entityRate, "entity-rate", command.DefaultEntityRate, "command: changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	c.Flags().IntVar(&f.entityBurst, "entity-burst", command.DefaultEntityBurst, "command: burst of changes admitted per entity")
 	c.Flags().StringVar(&f.subscriptions, "subscriptions", "", `webhook: JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
-	c.Flags().BoolVar(&f.fromStart, "from-start", false, "webhook: a subscription seen for the first time starts at the oldest stored event (default: at new events); one with progress keeps it")
+	c.Flags().BoolVar(&f.fromStart, "from-start", false, "webhook: a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
 }
 
 // authority loads the signing policy of --signers / --require-signatures (nil: none) and

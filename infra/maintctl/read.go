@@ -351,23 +351,21 @@ func writeNoticeRow(w io.Writer, n domain.Notice) {
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fmtTime(n.At), n.ResourceID, n.Kind, client.NoticeLead(n), n.State, win, fmtTime(n.StateSince))
 }
 
-// watchItem is one line of `maintctl watch`: an outcome event or a notice.
-type watchItem struct {
-	event  *domain.Event
-	notice *domain.Notice
-	err    error
-}
-
 func (a *app) watchCommand() *cobra.Command {
-	var since time.Duration
+	var (
+		since    time.Duration
+		noFollow bool
+	)
 	c := &cobra.Command{
 		Use:   "watch [flags] [RESOURCE-ID]",
 		Short: "Follow outcome events and notices live (of every entity, or of one)",
-		Long: `Print outcome events and lifecycle notices as they are published, until interrupted
+		Long: `Print outcome events and lifecycle notices as they are stored, until interrupted
 (Ctrl-C): of every entity, or of the one RESOURCE-ID. A notice's line starts with "notice".
-With -o json, one JSON document per line; a notice is {"notice": {...}}. --since also replays
-what was published in that last period first (events, then notices).`,
-		Example: "  maintctl watch\n  maintctl watch " + exampleID + "\n  maintctl watch --since 1h -o json | jq .outcome",
+With -o json, one JSON document per line; a notice is {"notice": {...}}. --since first
+replays what was stored in that last period, events and notices merged in the order the
+server stored them, then follows live from there without a gap or a repeat; --no-follow
+prints that replay and exits.`,
+		Example: "  maintctl watch\n  maintctl watch " + exampleID + "\n  maintctl watch --since 1h -o json | jq .outcome\n  maintctl watch --since 24h --no-follow > timeline.txt",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := ""
@@ -377,8 +375,10 @@ what was published in that last period first (events, then notices).`,
 					return fmt.Errorf("RESOURCE-ID %q: %w", id, err)
 				}
 			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
+			if noFollow && since <= 0 {
+				return errors.New("--no-follow prints the replay of --since and exits: give --since (e.g. --since 1h)")
+			}
+			ctx := cmd.Context()
 			cctx, ccancel := context.WithTimeout(ctx, readTimeout)
 			defer ccancel()
 			cl, err := a.connect(cctx, 0)
@@ -386,70 +386,29 @@ what was published in that last period first (events, then notices).`,
 				return err
 			}
 			defer cl.Close()
-			o := client.WatchOptions{ResourceID: id}
+			o := client.TimelineOptions{ResourceID: id, NoFollow: noFollow}
 			if since > 0 {
 				o.Since = time.Now().Add(-since)
 			}
-			w, err := cl.Watch(cctx, o)
+			tl, err := cl.Timeline(cctx, o)
 			if err != nil {
 				return err
 			}
-			defer w.Stop()
-			nw, err := cl.WatchNotices(cctx, o)
-			if err != nil {
-				return err
-			}
-			defer nw.Stop()
+			defer tl.Stop()
 			what := "every entity"
 			if id != "" {
 				what = id
 			}
-			a.log.Info("watching outcome events and notices; Ctrl-C stops", "of", what, "server", a.server)
-			items := make(chan watchItem)
-			send := func(it watchItem) bool {
-				select {
-				case items <- it:
-					return it.err == nil
-				case <-ctx.Done():
-					return false
-				}
+			if !noFollow {
+				a.log.Info("watching outcome events and notices; Ctrl-C stops", "of", what, "server", a.server)
 			}
-			go func() {
-				for {
-					ev, err := w.Next(ctx)
-					if err != nil {
-						send(watchItem{err: err})
-						return
-					}
-					if !send(watchItem{event: &ev.Event}) {
-						return
-					}
-				}
-			}()
-			go func() {
-				for {
-					n, err := nw.Next(ctx)
-					if err != nil {
-						send(watchItem{err: err})
-						return
-					}
-					if !send(watchItem{notice: &n.Notice}) {
-						return
-					}
-				}
-			}()
 			for {
-				var it watchItem
-				select {
-				case it = <-items:
-				case <-ctx.Done():
+				it, err := tl.Next(ctx)
+				switch {
+				case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
 					return nil
-				}
-				if it.err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return it.err
+				case err != nil:
+					return err
 				}
 				if err := a.writeWatchItem(it); err != nil {
 					return err
@@ -457,25 +416,26 @@ what was published in that last period first (events, then notices).`,
 			}
 		},
 	}
-	c.Flags().DurationVar(&since, "since", 0, "first replay what was published in this last period (e.g. 1h)")
+	c.Flags().DurationVar(&since, "since", 0, "first replay what was stored in this last period (e.g. 1h), in the order it was stored")
+	c.Flags().BoolVar(&noFollow, "no-follow", false, "print the replay of --since and exit")
 	return c
 }
 
 // writeWatchItem prints one line: columns separated by two spaces (no alignment across lines:
 // the output is a stream).
-func (a *app) writeWatchItem(it watchItem) error {
+func (a *app) writeWatchItem(it client.TimelineItem) error {
 	if a.json() {
-		if it.notice != nil {
-			return writeJSONLine(a.stdout, map[string]domain.Notice{"notice": *it.notice})
+		if it.Notice != nil {
+			return writeJSONLine(a.stdout, map[string]domain.Notice{"notice": it.Notice.Notice})
 		}
-		return writeJSONLine(a.stdout, it.event)
+		return writeJSONLine(a.stdout, it.Event.Event)
 	}
 	var b strings.Builder
-	if it.notice != nil {
+	if it.Notice != nil {
 		b.WriteString("notice\t")
-		writeNoticeRow(&b, *it.notice)
+		writeNoticeRow(&b, it.Notice.Notice)
 	} else {
-		writeEventRow(&b, *it.event, true)
+		writeEventRow(&b, it.Event.Event, true)
 	}
 	_, err := io.WriteString(a.stdout, strings.ReplaceAll(b.String(), "\t", "  "))
 	return err

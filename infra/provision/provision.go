@@ -57,8 +57,10 @@ type Config struct {
 	Shards int
 	// Webhooks provisions the webhook feed, MAINT_WEBHOOK, which the webhook function reads: it
 	// copies every outcome event and notice, one more stored (and, synced, one more disk)
-	// write each, so it is there only where webhooks are delivered. Off, the stream is not
-	// created, and one that exists is left as it is.
+	// write each, so it is there only where webhooks are delivered. Created on existing data,
+	// it copies what is stored from then on, not the history (no subscription starts before
+	// the feed: copying it would only cost writes). Off, the stream is not created, and one
+	// that exists is left as it is.
 	Webhooks bool
 }
 
@@ -412,6 +414,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	ch := Change{Kind: "stream", Name: want.Name}
 	s, err := js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if err := startSourcesAtEnd(ctx, js, want.Sources); err != nil {
+			ch.Action, ch.Err = Failed, err
+			return ch
+		}
 		if _, err := js.CreateStream(ctx, want); err != nil {
 			ch.Action, ch.Err = Failed, err
 			return ch
@@ -424,6 +430,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		return ch
 	}
 	have := s.CachedInfo().Config
+	keepSourceStarts(have.Sources, want.Sources)
 	ch.Fields = streamDiff(have, want)
 	if len(ch.Fields) == 0 {
 		ch.Action = Unchanged
@@ -472,6 +479,34 @@ func streamDiff(have, want jetstream.StreamConfig) []string {
 	add("description", have.Description != want.Description)
 	add("sources", !slices.Equal(sourceNames(have.Sources), sourceNames(want.Sources)))
 	return d
+}
+
+// startSourcesAtEnd makes a new stream copy from each source only what is stored after its
+// creation: the next sequence of each source as it is now.
+func startSourcesAtEnd(ctx context.Context, js jetstream.JetStream, sources []*jetstream.StreamSource) error {
+	for _, src := range sources {
+		if src.OptStartSeq != 0 || src.OptStartTime != nil {
+			continue
+		}
+		s, err := js.Stream(ctx, src.Name)
+		if err != nil {
+			return fmt.Errorf("source %s: %w", src.Name, err)
+		}
+		src.OptStartSeq = s.CachedInfo().State.LastSeq + 1
+	}
+	return nil
+}
+
+// keepSourceStarts gives want's sources the start positions the existing stream has, so that
+// an update does not restate where they began.
+func keepSourceStarts(have, want []*jetstream.StreamSource) {
+	for _, w := range want {
+		for _, h := range have {
+			if h.Name == w.Name {
+				w.OptStartSeq, w.OptStartTime = h.OptStartSeq, h.OptStartTime
+			}
+		}
+	}
 }
 
 // sourceNames compares sources by the streams they name (the server fills in the rest).

@@ -3,11 +3,13 @@ package provision_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/webhook"
@@ -237,4 +239,66 @@ func mustSubscription(t *testing.T) webhook.Subscription {
 		t.Fatal(err)
 	}
 	return subs[0]
+}
+
+// The feed created on existing data copies what is stored from then on, not the history (no
+// subscription starts before the feed); provisioning it again keeps where its sources began.
+func TestRun_WebhookFeedOnExistingDataCopiesFromItsCreation(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Webhooks = false }))
+	ctx := testenv.Context(t, time.Minute)
+	publish := func(subject, id string) {
+		m := nats.NewMsg(subject)
+		m.Data = []byte(`{}`)
+		m.Header.Set(domain.HeaderMsgID, id)
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		publish(domain.EventSubject(fmt.Sprintf("k%d", i)), fmt.Sprintf("old-%d", i))
+		publish(domain.NoticeSubject(fmt.Sprintf("k%d", i)), fmt.Sprintf("old-n-%d", i))
+	}
+	cfg := env.Config
+	cfg.Webhooks = true
+	if _, err := provision.Run(ctx, env.JS, cfg); err != nil {
+		t.Fatal(err)
+	}
+	publish(domain.EventSubject("k1"), "new-1")
+	publish(domain.NoticeSubject("k1"), "new-n-1")
+	var feed jetstream.Stream
+	testenv.Eventually(t, 10*time.Second, "the new event and notice in the feed", func() bool {
+		var err error
+		feed, err = env.JS.Stream(ctx, domain.WebhookStream)
+		return err == nil && feed.CachedInfo().State.Msgs >= 2
+	})
+	time.Sleep(200 * time.Millisecond) // anything of the history would have come first
+	if feed, _ = env.JS.Stream(ctx, domain.WebhookStream); feed.CachedInfo().State.Msgs != 2 {
+		t.Fatalf("the feed holds %d messages, want only the 2 stored after it was created", feed.CachedInfo().State.Msgs)
+	}
+	starts := map[string]uint64{}
+	for _, s := range feed.CachedInfo().Config.Sources {
+		starts[s.Name] = s.OptStartSeq
+	}
+	if starts[domain.EventsStream] != 51 || starts[domain.NoticesStream] != 51 {
+		t.Errorf("sources start at %v, want each at 51 (after the 50 stored)", starts)
+	}
+	rep, err := provision.Run(ctx, env.JS, cfg)
+	if err != nil || rep.Changed() {
+		t.Fatalf("provisioning again: %v\n%v", err, rep)
+	}
+	// An update of the feed (its retention follows the dead letters') leaves its sources be.
+	cfg.DLQMaxAge = 10 * 24 * time.Hour
+	if _, err := provision.Run(ctx, env.JS, cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	feed, _ = env.JS.Stream(ctx, domain.WebhookStream)
+	for _, s := range feed.CachedInfo().Config.Sources {
+		if s.OptStartSeq != 51 {
+			t.Errorf("after an update, source %s starts at %d, want 51", s.Name, s.OptStartSeq)
+		}
+	}
+	if n := feed.CachedInfo().State.Msgs; n != 2 || feed.CachedInfo().Config.MaxAge != cfg.DLQMaxAge {
+		t.Errorf("after an update the feed holds %d messages (max age %s), want 2 (%s)", n, feed.CachedInfo().Config.MaxAge, cfg.DLQMaxAge)
+	}
 }

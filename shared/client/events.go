@@ -152,7 +152,7 @@ func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	it, err := c.watchStream(ctx, domain.EventsStream, subject, o.Since, "watch")
+	it, _, err := c.watchStream(ctx, domain.EventsStream, subject, o.Since, "watch")
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +160,9 @@ func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
 }
 
 // watchStream reads stream live under subject with an ordered consumer (it survives reconnects
-// without losing or repeating messages): from now, or from since when it is not zero.
-func (c *Client) watchStream(ctx context.Context, stream, subject string, since time.Time, what string) (jetstream.MessagesContext, error) {
+// without losing or repeating messages): from now, or from since when it is not zero. pending
+// is how many messages it had to deliver when it was made.
+func (c *Client) watchStream(ctx context.Context, stream, subject string, since time.Time, what string) (it jetstream.MessagesContext, pending uint64, err error) {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
@@ -170,19 +171,21 @@ func (c *Client) watchStream(ctx context.Context, stream, subject string, since 
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
 	var cons jetstream.Consumer
-	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		var err error
 		cons, err = c.JS.OrderedConsumer(ctx, stream, cfg)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, notProvisioned(err))
+		return nil, 0, fmt.Errorf("%s: %w", what, notProvisioned(err))
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	if it, err = cons.Messages(); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", what, err)
 	}
-	return it, nil
+	if info := cons.CachedInfo(); info != nil {
+		pending = info.NumPending
+	}
+	return it, pending, nil
 }
 
 // ErrWatchStopped is returned by Next after Stop.

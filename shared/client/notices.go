@@ -71,7 +71,7 @@ func (c *Client) WatchNotices(ctx context.Context, o WatchOptions) (*NoticeWatch
 	if err != nil {
 		return nil, err
 	}
-	it, err := c.watchStream(ctx, domain.NoticesStream, subject, o.Since, "watch notices")
+	it, _, err := c.watchStream(ctx, domain.NoticesStream, subject, o.Since, "watch notices")
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,8 @@ type Event struct {
 	Error string `json:"error,omitempty"`
 	// CommandSeq is the command's sequence in MAINT_COMMANDS.
 	CommandSeq uint64 `json:"commandSeq,omitempty"`
+	// Campaign is the campaign of the entity's window around the command (EventCampaign).
+	Campaign *CampaignRef `json:"campaign,omitempty"`
 }
 
 // EncodeEvent marshals an event.

@@ -30,12 +30,24 @@ func ValidateResourceID(id string) error {
 		return fmt.Errorf("%w: empty", ErrInvalidResourceID)
 	case len(id) > MaxResourceIDBytes:
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidResourceID, len(id), MaxResourceIDBytes)
+	case isPrintableASCII(id):
+		return nil // the common case, checked in one pass
 	case !utf8.ValidString(id):
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidResourceID)
 	case hasControl(id, false):
 		return fmt.Errorf("%w: contains control characters", ErrInvalidResourceID)
 	}
 	return nil
+}
+
+// isPrintableASCII reports whether s holds only the bytes 0x20 to 0x7e.
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // Key encodes a resource ID as an entity key (README, Messaging contract): lower-cased, leading "/" dropped,
@@ -46,11 +58,17 @@ func Key(resourceID string) (string, error) {
 	if err := ValidateResourceID(resourceID); err != nil {
 		return "", err
 	}
-	s := strings.TrimPrefix(strings.ToLower(resourceID), "/")
+	s := strings.TrimPrefix(resourceID, "/")
+	if !isASCII(s) {
+		s = strings.ToLower(s) // ASCII is lowered byte by byte below, without a copy
+	}
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/4)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
 		if keepByte(c) {
 			b.WriteByte(c)
 			continue
@@ -60,6 +78,15 @@ func Key(resourceID string) (string, error) {
 		b.WriteByte(hexDigits[c&0x0f])
 	}
 	return b.String(), nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // MustKey is Key for IDs known to be valid (tests, constants); it panics otherwise.

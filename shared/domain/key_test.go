@@ -362,3 +362,37 @@ func TestDecodeKey_DecodesEscapes(t *testing.T) {
 		}
 	}
 }
+
+// keyByTheDefinition is Key written as the contract says it, step by step.
+func keyByTheDefinition(id string) string {
+	s := strings.TrimPrefix(strings.ToLower(id), "/")
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '/' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "=%02x", c)
+		}
+	}
+	return b.String()
+}
+
+func TestKey_EqualsTheDefinitionOnMixedInput(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "Z", "0", "/", "-", "_", ".", " ", "~", "=", "É", "ß", "İ", "Σ", "日", "ǅ", "\u212a"}
+	for range 5000 {
+		var b strings.Builder
+		for range 1 + r.IntN(40) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		id := b.String()
+		got, err := domain.Key(id)
+		if domain.ValidateResourceID(id) != nil {
+			continue
+		}
+		if want := keyByTheDefinition(id); err != nil || got != want {
+			t.Fatalf("Key(%q) = %q, %v; the definition gives %q", id, got, err, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -29,6 +30,10 @@ type Record struct {
 	LastCommandSeq uint64    `json:"lastCommandSeq"`
 	Version        int       `json:"version"`
 
+	// Campaign names the campaign whose announcement the window is, while it is (see
+	// CampaignRef); a later Pending or a return to None drops it.
+	Campaign *CampaignRef `json:"campaign,omitempty"`
+
 	// LastCommandAt is when the commands stream stored the last applied command: with its
 	// sequence, it tells a stale redelivery from a command of a recreated stream.
 	LastCommandAt time.Time `json:"lastCommandAt,omitzero"`
@@ -45,9 +50,19 @@ type Record struct {
 	AdmitTokens float64   `json:"admitTokens,omitempty"`
 	AdmitAt     time.Time `json:"admitAt,omitzero"`
 
-	// SignedUpTo holds, per signing key, the issuedAt of the last signed command applied with
-	// it: a signed command issued no later is a replay. Keys whose last command is older than
-	// any command still accepted are dropped, so it stays as small as the set of keys in use.
+	// SignedIDs are the signed commands applied lately, in the order they were applied: every
+	// signed command applied with an issuedAt after SignedForgotten is here, so a replay of
+	// one (the same id again) is recognised however long after and under whatever header.
+	// An entry is forgotten once it is past any command's age, or when the record holds
+	// MaxSignedIDs and a newer one comes; forgetting one raises SignedForgotten to its issuedAt.
+	SignedIDs SignedIDs `json:"signedIds,omitempty"`
+	// SignedForgotten is the issuedAt of the newest signed command forgotten: a signed command
+	// issued no later cannot be told from a replay and is refused.
+	SignedForgotten time.Time `json:"signedForgotten,omitzero"`
+
+	// SignedUpTo is the replay memory of records written before SignedIDs: per signing key, the
+	// issuedAt of the last signed command applied with it. It is read as a SignedForgotten (a
+	// signed command issued no later is refused) and dropped on the record's next write.
 	SignedUpTo map[string]time.Time `json:"signedUpTo,omitempty"`
 }
 
@@ -65,10 +80,16 @@ func (r Record) HandledBefore(seq uint64, storedAt time.Time) bool {
 	return seq < r.LastCommandSeq && !storedAt.After(r.LastCommandAt)
 }
 
-// Seen reports whether the record remembers applying command id.
+// Seen reports whether the record remembers applying command id: among the last applied, or
+// among the signed ones it remembers.
 func (r Record) Seen(id string) bool {
 	for _, v := range r.RecentCommandIDs {
 		if v == id {
+			return true
+		}
+	}
+	for _, s := range r.SignedIDs {
+		if s.ID == id {
 			return true
 		}
 	}
@@ -84,6 +105,107 @@ func (r *Record) Remember(id string) {
 		ids = append([]string(nil), ids[len(ids)-RecentIDs:]...)
 	}
 	r.RecentCommandIDs = ids
+}
+
+// MaxSignedIDs is how many signed commands a record remembers at most. It is more than an
+// entity's default admission burst (200), so a whole burst signed within one second is
+// applied; past it, the oldest issued is forgotten (see Record.SignedIDs).
+const MaxSignedIDs = 256
+
+// SignedID is a signed command a record remembers.
+type SignedID struct {
+	ID       string
+	IssuedAt time.Time
+}
+
+// SignedIDs are written as one string, "id@issuedAt id@issuedAt …" (ids hold no space or @):
+// a record can hold hundreds, and JSON objects of them cost more to read and write than the
+// rest of the command's handling.
+type SignedIDs []SignedID
+
+// MarshalText writes the string form.
+func (s SignedIDs) MarshalText() ([]byte, error) {
+	b := make([]byte, 0, len(s)*48)
+	for i, v := range s {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, v.ID...)
+		b = append(b, '@')
+		b = v.IssuedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	}
+	return b, nil
+}
+
+// UnmarshalText reads the string form.
+func (s *SignedIDs) UnmarshalText(b []byte) error {
+	out := make(SignedIDs, 0, bytes.Count(b, []byte{'@'}))
+	for f := range bytes.SplitSeq(b, []byte{' '}) {
+		if len(f) == 0 {
+			continue
+		}
+		id, at, ok := bytes.Cut(f, []byte{'@'})
+		t, err := time.Parse(time.RFC3339Nano, string(at))
+		if !ok || err != nil || len(id) == 0 {
+			return fmt.Errorf("signed ids: %q is not id@issuedAt", f)
+		}
+		out = append(out, SignedID{ID: string(id), IssuedAt: t})
+	}
+	*s = out
+	return nil
+}
+
+// SignedForgottenUpTo is the issuedAt up to which the record no longer tells a signed command
+// from a replay: SignedForgotten, or a later time of the per-key memory it replaced.
+func (r Record) SignedForgottenUpTo() time.Time {
+	t := r.SignedForgotten
+	for _, v := range r.SignedUpTo {
+		if v.After(t) {
+			t = v
+		}
+	}
+	return t
+}
+
+// RememberSigned records an applied signed command, forgetting the signed commands issued
+// before horizon (no command issued then is accepted any more) and, beyond MaxSignedIDs, the
+// oldest issued. An empty id only forgets.
+func (r *Record) RememberSigned(id string, issued, horizon time.Time) {
+	if id == "" && len(r.SignedIDs) == 0 && r.SignedUpTo == nil {
+		return
+	}
+	r.SignedForgotten, r.SignedUpTo = r.SignedForgottenUpTo(), nil
+	kept := make(SignedIDs, 0, min(len(r.SignedIDs)+1, MaxSignedIDs+1))
+	for _, s := range r.SignedIDs {
+		if s.IssuedAt.Before(horizon) {
+			r.forget(s)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	if id != "" {
+		kept = append(kept, SignedID{ID: id, IssuedAt: issued.UTC()})
+	}
+	if len(kept) > MaxSignedIDs {
+		oldest := 0
+		for i, s := range kept {
+			if s.IssuedAt.Before(kept[oldest].IssuedAt) {
+				oldest = i
+			}
+		}
+		r.forget(kept[oldest])
+		kept = append(kept[:oldest], kept[oldest+1:]...)
+	}
+	r.SignedIDs = kept
+	if len(kept) == 0 {
+		r.SignedIDs = nil
+	}
+}
+
+func (r *Record) forget(s SignedID) {
+	if s.IssuedAt.After(r.SignedForgotten) {
+		r.SignedForgotten = s.IssuedAt
+	}
 }
 
 // EncodeRecord marshals a record for the bucket.

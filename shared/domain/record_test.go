@@ -108,6 +108,8 @@ func fullRecord() domain.Record {
 		LastCommandSeq:   1234,
 		Version:          domain.RecordVersion,
 		RecentCommandIDs: []string{"cmd-8", "cmd-9"},
+		SignedIDs:        domain.SignedIDs{{ID: "cmd-8", IssuedAt: at.Add(-time.Second)}, {ID: "cmd-9", IssuedAt: at.Add(123456789)}},
+		SignedForgotten:  at.Add(-time.Hour),
 		LastEvent: &domain.Event{
 			CommandID: "cmd-9", ResourceID: aroID, Task: domain.TaskOperatorUpdate, Outcome: domain.OutcomeApplied,
 			From: domain.StatePending, To: domain.StatePlanned, Revision: 7, At: at, Actor: "sre", CommandSeq: 1234,
@@ -155,6 +157,9 @@ func TestRecord_EncodesSpecFieldNames(t *testing.T) {
 			t.Errorf("window.%s = %q is not RFC 3339: %v", f, w[f], err)
 		}
 	}
+	if got := string(m["signedIds"]); got != `"cmd-8@2025-03-02T09:29:59Z cmd-9@2025-03-02T09:30:00.123456789Z"` {
+		t.Errorf("signedIds = %s, want the ids with their issuedAt in one string", got)
+	}
 	if string(m["state"]) != `"Planned"` || string(m["version"]) != "1" {
 		t.Errorf("state = %s, version = %s", m["state"], m["version"])
 	}
@@ -183,7 +188,7 @@ func TestDecodeRecord_MissingStateIsNone(t *testing.T) {
 }
 
 func TestDecodeRecord_RejectsGarbage(t *testing.T) {
-	for _, b := range []string{"", "not json", `{"state":`, `{"updating":"yes"}`} {
+	for _, b := range []string{"", "not json", `{"state":`, `{"updating":"yes"}`, `{"signedIds":"cmd-1"}`, `{"signedIds":"cmd-1@yesterday"}`, `{"signedIds":"@2025-03-02T09:30:00Z"}`, `{"signedIds":["cmd-1"]}`} {
 		if _, err := domain.DecodeRecord([]byte(b)); err == nil {
 			t.Errorf("DecodeRecord(%q) succeeded", b)
 		}

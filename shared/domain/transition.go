@@ -146,9 +146,9 @@ func Apply(r Record, c Command, at time.Time) (Record, Transition, *Rejection) {
 	switch {
 	case c.Task == TaskPending:
 		// A new announcement replaces the old one entirely.
-		next.Window, next.Reason = c.Window, c.Reason
+		next.Window, next.Reason, next.Campaign = c.Window, c.Reason, nil
 	case next.State == StateNone:
-		next.Window, next.Reason = nil, c.Reason
+		next.Window, next.Reason, next.Campaign = nil, c.Reason, nil
 	case c.Reason != "":
 		next.Reason = c.Reason
 	}

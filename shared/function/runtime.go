@@ -76,6 +76,10 @@ type Config struct {
 	Meters metric.MeterProvider
 }
 
+// startRetry is how long a replica keeps looking up its consumers at start while NATS elects
+// leaders (FACTS: an election takes seconds).
+const startRetry = 30 * time.Second
+
 // ErrInvalidConfig is wrapped by configuration errors.
 var ErrInvalidConfig = errors.New("invalid function config")
 
@@ -242,9 +246,30 @@ type runner struct {
 	movedOff atomic.Int64 // Unix nanoseconds of the last moveOff
 }
 
-// consumer binds to the durable consumer name and returns it with its ack wait.
+// consumer binds to the durable consumer name and returns it with its ack wait. A look-up
+// that fails for a passing reason (a leader election, a node restarting: the request times out
+// or finds no responder) is tried again for up to startRetry; a consumer or stream that does
+// not exist fails at once (provisioning has not run).
 func (r *runner) consumer(ctx context.Context, name string) (jetstream.Consumer, time.Duration, error) {
-	cons, err := r.js.Consumer(ctx, r.cfg.Stream, name)
+	var (
+		cons jetstream.Consumer
+		err  error
+	)
+	deadline := time.Now().Add(startRetry)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a request lost in a restart
+		cons, err = r.js.Consumer(lctx, r.cfg.Stream, name)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+			ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		r.log.Warn("consumer look-up failed; trying again", "consumer", name, "err", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("function %s: consumer %s/%s: %w", r.cfg.Name, r.cfg.Stream, name, err)
 	}

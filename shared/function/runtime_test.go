@@ -901,3 +901,53 @@ func TestRun_PastTheBudgetIsDeadLetteredWithoutTheHandler(t *testing.T) {
 		t.Fatalf("reason %q", r)
 	}
 }
+
+// A replica that starts while NATS is out of reach (a node restarting, a leader election)
+// keeps looking its consumers up and serves them once NATS answers, instead of stopping.
+func TestRun_StartedWhileNATSIsDownServesOnceItIsBack(t *testing.T) {
+	dir := t.TempDir()
+	cfg := embedded.Config{Name: "restart-0", StoreDir: dir, Listen: "127.0.0.1:0"}
+	s := testenv.Server(t, cfg)
+	nc, err := nats.Connect(s.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx := testenv.Context(t, time.Minute)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: workStream, Subjects: []string{"t.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, workStream, jetstream.ConsumerConfig{Durable: "late", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = strings.TrimPrefix(s.URL(), "nats://") // the same port again
+	s.Stop()
+
+	var handled atomic.Int32
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		c := config("late", func(context.Context, function.Message) error {
+			handled.Add(1)
+			return nil
+		})
+		done <- function.Run(runCtx, js, c)
+	}()
+	time.Sleep(1500 * time.Millisecond) // Run looks its consumer up while nothing answers
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned while NATS was down: %v", err)
+	default:
+	}
+	testenv.Server(t, cfg)
+	testenv.Eventually(t, 10*time.Second, "publish after the restart", func() bool {
+		_, err := js.Publish(ctx, "t.late.1", []byte("x"))
+		return err == nil
+	})
+	testenv.Eventually(t, 10*time.Second, "the message handled", func() bool { return handled.Load() >= 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil after a clean stop", err)
+	}
+}

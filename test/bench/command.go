@@ -80,7 +80,8 @@ func alwaysApplied(i, keys int, run string) domain.Command {
 }
 
 // startReplicas runs n command-function replicas, each on its own connection.
-func startReplicas(ctx context.Context, connect func() (*nats.Conn, error), n int) (stop func(), err error) {
+// auth nil accepts unsigned commands.
+func startReplicas(ctx context.Context, connect func() (*nats.Conn, error), n int, auth command.Authority) (stop func(), err error) {
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -94,7 +95,7 @@ func startReplicas(ctx context.Context, connect func() (*nats.Conn, error), n in
 		go func() {
 			defer wg.Done()
 			defer nc.Close()
-			_ = command.Run(cctx, js, command.Config{EntityRate: -1}) // the load repeats keys on purpose
+			_ = command.Run(cctx, js, command.Config{EntityRate: -1, Auth: auth}) // the load repeats keys on purpose
 		}()
 	}
 	return func() { cancel(); wg.Wait() }, nil
@@ -133,11 +134,11 @@ func watchOutcomes(nc *nats.Conn, want int) (*outcomes, *nats.Subscription, erro
 	return o, sub, nil
 }
 
-// commandThroughput publishes n always-applied commands over keys entities as fast as the
-// server takes them and returns commands per second from the first publish until the last
-// outcome event is stored in the events stream. It then checks every outcome: applied, and in
+// commandThroughput publishes n always-applied commands over keys entities (signed as snd
+// signs) as fast as the server takes them and returns commands per second from the first
+// publish until the last outcome event is stored in the events stream. It then checks every outcome: applied, and in
 // command order per entity (a fast wrong answer is no answer).
-func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int) (float64, error) {
+func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int, snd sender) (float64, error) {
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 	evs, err := js.Stream(ctx, domain.EventsStream)
 	if err != nil {
@@ -149,6 +150,13 @@ func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int) (float64
 	}
 	first := info.State.LastSeq + 1
 	run := fmt.Sprintf("tp%d", first)
+	// Made (and signed) before the clock starts: the senders' work is not the function's.
+	msgs := make([]*nats.Msg, n)
+	for i := range msgs {
+		if msgs[i], err = snd.msg(alwaysApplied(i, keys, run)); err != nil {
+			return 0, err
+		}
+	}
 	stored := make(chan error, 1)
 	// Polling the stream (not subscribing to every event) keeps the measuring off the
 	// measured path.
@@ -168,7 +176,7 @@ func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int) (float64
 	}()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if err := publishAsync(ctx, js, commandMsg(alwaysApplied(i, keys, run))); err != nil {
+		if err := publishAsync(ctx, js, msgs[i]); err != nil {
 			return 0, err
 		}
 	}

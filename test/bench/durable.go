@@ -18,13 +18,15 @@ type durable struct {
 	raw, command float64 // ops/s, commands/s
 	p50, p99     time.Duration
 	writes       float64 // synced writes (stored messages) per command
+	signed       signedCost
 }
 
 func (d durable) ratio() float64 { return d.command / d.raw }
 
 // benchDurable measures one topology: replicas is 1 (one embedded node) or 3 (three);
-// webhooks provisions the webhook feed too (a copy of every outcome: one more write each).
-func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, out io.Writer) (durable, error) {
+// webhooks provisions the webhook feed too (a copy of every outcome: one more write each);
+// snd, unless zero, signs the same load once more.
+func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, snd sender, out io.Writer) (durable, error) {
 	var d durable
 	srv, err := startServer(ctx, topology{replicas: replicas, syncAlways: true, webhooks: webhooks})
 	if err != nil {
@@ -34,7 +36,7 @@ func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, out
 	if d.raw, err = rawGetUpdate(ctx, srv.js, 4, s.rawDuration, replicas); err != nil {
 		return d, fmt.Errorf("raw: %w", err)
 	}
-	stop, err := startReplicas(ctx, srv.connect, 4)
+	stop, err := startReplicas(ctx, srv.connect, 4, nil)
 	if err != nil {
 		return d, err
 	}
@@ -44,7 +46,7 @@ func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, out
 		return d, err
 	}
 	n := s.durableN
-	if d.command, err = commandThroughput(ctx, srv.nc, n, s.keys); err != nil {
+	if d.command, err = commandThroughput(ctx, srv.nc, n, s.keys, sender{}); err != nil {
 		return d, fmt.Errorf("throughput: %w", err)
 	}
 	after, err := storedMessages(ctx, srv.js)
@@ -55,12 +57,19 @@ func benchDurable(ctx context.Context, s sizes, replicas int, webhooks bool, out
 	if d.p50, d.p99, err = commandLatency(ctx, srv.nc, s.durableRate, s.latencyFor, s.keys); err != nil {
 		return d, fmt.Errorf("latency: %w", err)
 	}
-	feed := ""
+	stop()
+	feed, signed := "", ""
 	if webhooks {
 		feed = " with the webhook feed"
 	}
-	fmt.Fprintf(out, "durable R%d%s (sync always): raw kv get+update, 4 workers: %.0f ops/s; command function: %.0f commands/s (%.2f of raw), %.1f stored messages per command; latency at %d/s: p50 %.1f ms, p99 %.1f ms\n",
-		replicas, feed, d.raw, d.command, d.ratio(), d.writes, s.durableRate, ms(d.p50), ms(d.p99))
+	if snd.kp != nil {
+		if d.signed, err = compareSigned(ctx, srv, snd, n, s.keys); err != nil {
+			return d, err
+		}
+		signed = fmt.Sprintf("; again, %v", d.signed)
+	}
+	fmt.Fprintf(out, "durable R%d%s (sync always): raw kv get+update, 4 workers: %.0f ops/s; command function: %.0f commands/s (%.2f of raw), %.1f stored messages per command; latency at %d/s: p50 %.1f ms, p99 %.1f ms%s\n",
+		replicas, feed, d.raw, d.command, d.ratio(), d.writes, s.durableRate, ms(d.p50), ms(d.p99), signed)
 	return d, nil
 }
 

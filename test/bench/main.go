@@ -1,9 +1,10 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-shards-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only]
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -50,6 +51,8 @@ func main() {
 	quick := flag.Bool("quick", false, "small sizes (a smoke run)")
 	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
+	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
+	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
 	flag.BoolVar(&shardsOnly, "shards-only", false, "only the figures of the signal at a fleet's scale (emitter and notices in processes of their own)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -75,10 +78,16 @@ func main() {
 	if *quick {
 		s = smoke
 	}
-	if *fleet > 0 {
-		s.emitterOwnN = *fleet
+	s.keys = cmp.Or(*entities, s.keys)
+	s.emitterOwnN = cmp.Or(*fleet, s.emitterOwnN)
+	runner := run
+	switch {
+	case signedOnly:
+		runner = benchSignedOnly
+	case shardsOnly:
+		runner = benchShardsOnly
 	}
-	if err := run(ctx, s, os.Stdout); err != nil {
+	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -90,20 +99,16 @@ var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 1
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if shardsOnly {
-		sh, err := benchShards(ctx, s.emitterOwnN, out)
-		if err != nil {
-			return fmt.Errorf("emitter in shards: %w", err)
-		}
-		shardLines(out, sh)
-		return nil
-	}
 	srv, err := startServer(ctx, topology{replicas: 1, webhooks: true})
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 	nc, js, connect := srv.nc, srv.js, srv.connect
+	snd, err := newSigner()
+	if err != nil {
+		return err
+	}
 
 	raw, err := rawGetUpdate(ctx, js, 4, s.rawDuration, 1)
 	if err != nil {
@@ -111,11 +116,11 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "raw kv get+update, 4 workers: %.0f ops/s\n", raw)
 
-	stopReplicas, err := startReplicas(ctx, connect, 4)
+	stopReplicas, err := startReplicas(ctx, connect, 4, nil)
 	if err != nil {
 		return err
 	}
-	tp, err := commandThroughput(ctx, nc, s.throughputN, s.keys)
+	tp, err := commandThroughput(ctx, nc, s.throughputN, s.keys, sender{})
 	if err != nil {
 		stopReplicas()
 		return err
@@ -127,24 +132,30 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "command latency at %d/s for %s: p50 %.1f ms, p99 %.1f ms\n", s.latencyRate, s.latencyFor, ms(p50), ms(p99))
+	signed, err := compareSigned(ctx, srv, snd, s.throughputN, s.keys)
+	if err != nil {
+		return fmt.Errorf("signed commands: %w", err)
+	}
+	fmt.Fprintf(out, "command function, 4 replicas, %d commands over %d entities: %v\n", s.throughputN, s.keys, signed)
 	wh, err := benchWebhook(ctx, js, s.webhookN, s.keys, out)
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	r1, err := benchDurable(ctx, s, 1, false, out)
+	r1, err := benchDurable(ctx, s, 1, false, snd, out)
 	if err != nil {
 		return fmt.Errorf("durable R1: %w", err)
 	}
-	if _, err := benchDurable(ctx, s, 1, true, out); err != nil {
+	if _, err := benchDurable(ctx, s, 1, true, sender{}, out); err != nil {
 		return fmt.Errorf("durable R1 with the webhook feed: %w", err)
 	}
-	r3, err := benchDurable(ctx, s, 3, false, out)
+	r3, err := benchDurable(ctx, s, 3, false, snd, out)
 	if err != nil {
 		return fmt.Errorf("durable R3: %w", err)
 	}
 	durableLines := func() {
 		fmt.Fprintf(out, "ratio durable_command_r1 %.2f\nratio durable_command_r3 %.2f\nms durable_p99_r3 %.1f\n", r1.ratio(), r3.ratio(), ms(r3.p99))
+		fmt.Fprintf(out, "ratio signed_command %.2f\nratio signed_command_r1 %.2f\nratio signed_command_r3 %.2f\n", signed.ratio(), r1.signed.ratio(), r3.signed.ratio())
 	}
 	if commandsOnly {
 		fmt.Fprintf(out, "ratio command_throughput %.2f\nratio webhook_deliveries %.2f\nms command_p99 %.1f\n", tp/raw, wh, ms(p99))
@@ -314,6 +325,7 @@ func startServer(ctx context.Context, t topology) (*server, error) {
 var (
 	partitions   int
 	commandsOnly bool
+	signedOnly   bool
 	shardsOnly   bool
 )
 

@@ -319,3 +319,14 @@ func (z *pooledGzip) Close() error {
 	defer z.pool.Put(z)
 	return z.Writer.Close()
 }
+
+// benchShardsOnly is the -shards-only part: the fleet figures alone, with their tracked lines.
+func benchShardsOnly(ctx context.Context, s sizes, out io.Writer) error {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sh, err := benchShards(ctx, s.emitterOwnN, out)
+	if err != nil {
+		return fmt.Errorf("emitter in shards: %w", err)
+	}
+	shardLines(out, sh)
+	return nil
+}

@@ -33,6 +33,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer remove()
+	defer removeHistory()
 	bin = b
 	return m.Run()
 }
@@ -62,15 +63,15 @@ type upProc struct {
 
 var listenRE = regexp.MustCompile(`listening on (nats://127\.0\.0\.1:\d+)`)
 
-// startUp runs `maintctl up` on port and data and waits until it is ready.
-func startUp(t *testing.T, port int, data string) *upProc {
+// startUp runs `maintctl up` on port and data, with extra flags, and waits until it is ready.
+func startUp(t *testing.T, port int, data string, extra ...string) *upProc {
 	t.Helper()
 	p := &upProc{t: t, out: &testenv.SyncBuffer{}, errOut: &testenv.SyncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "up",
-		"--listen", "127.0.0.1:"+strconv.Itoa(port),
+	p.cmd = exec.Command(bin, append([]string{"up",
+		"--listen", "127.0.0.1:" + strconv.Itoa(port),
 		"--data", data,
 		"--tick", "1s",
-		"--metrics-listen", "127.0.0.1:0")
+		"--metrics-listen", "127.0.0.1:0"}, extra...)...)
 	p.cmd.Env = baseEnv()
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.errOut
 	if err := p.cmd.Start(); err != nil {

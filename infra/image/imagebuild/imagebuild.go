@@ -96,7 +96,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	bin := o.Binary
 	if bin == "" {
 		bin = filepath.Join(o.Out, "maintctl-linux-"+o.Arch)
-		if err := CompileMaintctl(ctx, o.ModuleDir, o.Arch, bin); err != nil {
+		if err := CompileMaintctl(ctx, o.ModuleDir, "linux", o.Arch, bin); err != nil {
 			return nil, err
 		}
 	}
@@ -181,16 +181,17 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	return &Result{Digest: digest, Ref: tag.Name(), Layout: lp, Tarball: tb, BinarySHA256: hex.EncodeToString(sum[:]), Size: size}, nil
 }
 
-// CompileMaintctl builds a static maintctl for linux/arch at out, with nothing in it that
-// depends on the machine or the moment (paths, build id).
-func CompileMaintctl(ctx context.Context, moduleDir, arch, out string) error {
+// CompileMaintctl builds a static maintctl for goos/arch at out, with nothing in it that
+// depends on the machine or the moment (paths, build id): the image and the release binaries
+// (infra/dist) are built by it.
+func CompileMaintctl(ctx context.Context, moduleDir, goos, arch, out string) error {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", abs, "./infra/maintctl")
 	cmd.Dir = moduleDir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+arch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -272,7 +272,7 @@ func TestBuildRefusesABadReference(t *testing.T) {
 }
 
 func TestCompileFailureIsReported(t *testing.T) {
-	err := imagebuild.CompileMaintctl(context.Background(), t.TempDir(), goruntime.GOARCH, filepath.Join(t.TempDir(), "m"))
+	err := imagebuild.CompileMaintctl(context.Background(), t.TempDir(), "linux", goruntime.GOARCH, filepath.Join(t.TempDir(), "m"))
 	if err == nil || !strings.Contains(err.Error(), "go build maintctl") {
 		t.Fatalf("err = %v, want the go build failure", err)
 	}

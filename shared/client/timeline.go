@@ -1,0 +1,281 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// TimelineItem is one entry of a Timeline: an outcome event or a lifecycle notice (exactly
+// one is set), with the time the server stored it.
+type TimelineItem struct {
+	Event  *StoredEvent
+	Notice *StoredNotice
+	Stored time.Time
+}
+
+// TimelineOptions selects what a Timeline delivers.
+type TimelineOptions struct {
+	// ResourceID limits the timeline to one entity; "" follows every entity.
+	ResourceID string
+	// Since, when not zero, first replays what was stored since then.
+	Since time.Time
+	// NoFollow ends the timeline after the replay: Next then returns io.EOF.
+	NoFollow bool
+}
+
+// Timeline is the outcome events and notices of the fleet (or of one entity) as one stream:
+// the replay of what was stored since a time, events and notices merged in the order the
+// server stored them, then what is stored from then on, live. The replay is what the two
+// streams held when the timeline was made; everything stored after comes live, once: each
+// stream is read by one ordered consumer from the replay into the live part, so the seam has no
+// gap and no repeat, and every replayed entry is older than every live one. Live entries come
+// as they arrive, each stream in its order.
+//
+// Next is for one goroutine at a time.
+type Timeline struct {
+	c         *Client
+	cursors   []*cursor
+	noFollow  bool
+	following bool
+	live      chan liveMsg
+	stopped   context.Context
+	stop      context.CancelFunc
+}
+
+// cursor reads one stream of the timeline.
+type cursor struct {
+	it     jetstream.MessagesContext
+	decode func(data []byte, seq uint64) (TimelineItem, error)
+	// last is the stream's last sequence before the timeline was made: up to it, the replay.
+	last uint64
+	// more says a replayed message may still come; head is the next one, read ahead; held is
+	// the first live one, read while looking for the end of the replay.
+	more       bool
+	head, held jetstream.Msg
+}
+
+type liveMsg struct {
+	c   *cursor
+	msg jetstream.Msg
+	err error
+}
+
+// Timeline starts a timeline. Stop it when done.
+func (c *Client) Timeline(ctx context.Context, o TimelineOptions) (*Timeline, error) {
+	evSubject, err := eventFilter(o.ResourceID)
+	if err != nil {
+		return nil, err
+	}
+	ntSubject, _ := noticeFilter(o.ResourceID)
+	stopped, stop := context.WithCancel(context.Background())
+	t := &Timeline{c: c, noFollow: o.NoFollow, live: make(chan liveMsg), stop: stop, stopped: stopped}
+	for _, s := range []struct {
+		stream, subject string
+		decode          func([]byte, uint64) (TimelineItem, error)
+	}{
+		{domain.EventsStream, evSubject, decodeEventItem},
+		{domain.NoticesStream, ntSubject, decodeNoticeItem},
+	} {
+		cur, err := c.openCursor(ctx, s.stream, s.subject, o.Since)
+		if err != nil {
+			t.Stop()
+			return nil, err
+		}
+		cur.decode = s.decode
+		t.cursors = append(t.cursors, cur)
+	}
+	return t, nil
+}
+
+// openCursor reads the stream's last sequence, then opens its ordered consumer: whatever is
+// stored after that sequence was stored after the read, so it is live.
+func (c *Client) openCursor(ctx context.Context, stream, subject string, since time.Time) (*cursor, error) {
+	var last uint64
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		s, err := c.JS.Stream(ctx, stream)
+		if err == nil {
+			last = s.CachedInfo().State.LastSeq
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", notProvisioned(err))
+	}
+	it, pending, err := c.watchStream(ctx, stream, subject, since, "timeline")
+	if err != nil {
+		return nil, err
+	}
+	return &cursor{it: it, last: last, more: !since.IsZero() && pending > 0}, nil
+}
+
+func decodeEventItem(data []byte, seq uint64) (TimelineItem, error) {
+	ev, err := domain.DecodeEvent(data)
+	return TimelineItem{Event: &StoredEvent{Event: ev, Seq: seq}}, err
+}
+
+func decodeNoticeItem(data []byte, seq uint64) (TimelineItem, error) {
+	n, err := domain.DecodeNotice(data)
+	return TimelineItem{Notice: &StoredNotice{Notice: n, Seq: seq}}, err
+}
+
+// Next returns the next entry: the replay's, oldest first, then the live ones as they come;
+// io.EOF after the replay with NoFollow. It waits until ctx ends (returning ctx's error); a
+// permission violation of its reads ends it at once with a *natsconn.PermissionError. An
+// entry that does not decode is skipped with a warning.
+func (t *Timeline) Next(ctx context.Context) (TimelineItem, error) {
+	var item TimelineItem
+	err := t.c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		for {
+			msg, c, err := t.nextMsg(ctx)
+			if err != nil {
+				return err
+			}
+			md, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("timeline: %w", err)
+			}
+			it, err := c.decode(msg.Data(), md.Sequence.Stream)
+			if err != nil {
+				t.c.log.Warn("skipping an entry that does not decode", "subject", msg.Subject(), "seq", md.Sequence.Stream, "error", err)
+				continue
+			}
+			it.Stored = md.Timestamp
+			item = it
+			return nil
+		}
+	})
+	return item, err
+}
+
+// nextMsg is the next message in timeline order.
+func (t *Timeline) nextMsg(ctx context.Context) (jetstream.Msg, *cursor, error) {
+	if err := t.readHeads(ctx); err != nil {
+		return nil, nil, err
+	}
+	if c := earliest(t.cursors, func(c *cursor) *jetstream.Msg { return &c.head }); c != nil {
+		return take(&c.head), c, nil
+	}
+	if t.noFollow {
+		return nil, nil, io.EOF
+	}
+	// The replay is over: first the messages read past its end, in order, then the live ones.
+	if c := earliest(t.cursors, func(c *cursor) *jetstream.Msg { return &c.held }); c != nil {
+		return take(&c.held), c, nil
+	}
+	t.follow()
+	return t.receive(ctx)
+}
+
+func take(m *jetstream.Msg) jetstream.Msg {
+	msg := *m
+	*m = nil
+	return msg
+}
+
+// readHeads reads ahead the next replayed message of every cursor whose replay goes on. A
+// message read with nothing pending behind it ends its stream's replay: the read came after
+// the stream's last sequence was taken, so nothing of the replay remains.
+func (t *Timeline) readHeads(ctx context.Context) error {
+	for _, c := range t.cursors {
+		if !c.more || c.head != nil {
+			continue
+		}
+		msg, err := c.it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return t.readErr(ctx, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("timeline: %w", err)
+		}
+		if md.Sequence.Stream > c.last {
+			c.held, c.more = msg, false
+			continue
+		}
+		c.head, c.more = msg, md.NumPending > 0
+	}
+	return nil
+}
+
+// earliest is the cursor whose message (as pick points to it) was stored first; nil when
+// none has one. Equal times go to the first cursor (events before notices).
+func earliest(cursors []*cursor, pick func(*cursor) *jetstream.Msg) *cursor {
+	var best *cursor
+	var bestAt time.Time
+	for _, c := range cursors {
+		m := *pick(c)
+		if m == nil {
+			continue
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return c // Next reports the error
+		}
+		if best == nil || md.Timestamp.Before(bestAt) {
+			best, bestAt = c, md.Timestamp
+		}
+	}
+	return best
+}
+
+// follow starts, once, one reader per stream, handing its messages over as they arrive.
+func (t *Timeline) follow() {
+	if t.following {
+		return
+	}
+	t.following = true
+	for _, c := range t.cursors {
+		go func() {
+			for {
+				msg, err := c.it.Next(jetstream.NextContext(t.stopped))
+				select {
+				case t.live <- liveMsg{c: c, msg: msg, err: err}:
+				case <-t.stopped.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (t *Timeline) receive(ctx context.Context) (jetstream.Msg, *cursor, error) {
+	select {
+	case m := <-t.live:
+		if m.err != nil {
+			return nil, nil, t.readErr(ctx, m.err)
+		}
+		return m.msg, m.c, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-t.stopped.Done():
+		return nil, nil, ErrWatchStopped
+	}
+}
+
+func (t *Timeline) readErr(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case t.stopped.Err() != nil, errors.Is(err, jetstream.ErrMsgIteratorClosed):
+		return ErrWatchStopped
+	}
+	return fmt.Errorf("timeline: %w", err)
+}
+
+// Stop ends the timeline.
+func (t *Timeline) Stop() {
+	t.stop()
+	for _, c := range t.cursors {
+		c.it.Stop()
+	}
+}

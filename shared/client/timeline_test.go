@@ -1,0 +1,120 @@
+package client_test
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"maintsignals/shared/client"
+	"maintsignals/test/testenv"
+)
+
+// A timeline replays events and notices merged in the order they were stored, then follows
+// live: what is stored while it starts comes once, either in the replay or live, every replayed
+// entry is older than every live one, and each stream keeps its order.
+func TestTimeline_ReplaysInStoredOrderThenFollowsWithoutGapOrRepeat(t *testing.T) {
+	c := setup(t, false)
+	ctx := testenv.Context(t, time.Minute)
+	ids := testenv.ResourceIDs("tl", 5)
+	since := time.Now().Add(-time.Second)
+	history := testenv.PublishTimeline(t, c.JS, rand.New(rand.NewPCG(1, 2)), "old", 300, ids)
+
+	liveDone := make(chan []string, 1)
+	go func() { liveDone <- testenv.PublishTimeline(t, c.JS, rand.New(rand.NewPCG(3, 4)), "new", 200, ids) }()
+	tl, err := c.Timeline(ctx, client.TimelineOptions{Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Stop()
+	live := <-liveDone
+	want := append(slices.Clone(history), live...)
+	var got []string
+	var items []client.TimelineItem
+	for len(got) < len(want) {
+		it, err := tl.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d entries: %v", len(got), err)
+		}
+		items = append(items, it)
+		got = append(got, itemID(it))
+	}
+	if !slices.Equal(got[:len(history)], history) {
+		t.Fatalf("the replay is not in stored order:\n got %v\nwant %v", got[:len(history)], history)
+	}
+	for i := 1; i < len(history); i++ {
+		if items[i].Stored.Before(items[i-1].Stored) {
+			t.Fatalf("entry %d stored at %s, before entry %d (%s)", i, items[i].Stored, i-1, items[i-1].Stored)
+		}
+	}
+	sorted := slices.Clone(got)
+	slices.Sort(sorted)
+	wantSorted := slices.Clone(want)
+	slices.Sort(wantSorted)
+	if !slices.Equal(sorted, wantSorted) {
+		t.Fatalf("entries repeated or missing at the seam: got %d entries, want %d", len(got), len(want))
+	}
+	checkStreamOrder(t, items)
+}
+
+// checkStreamOrder fails unless each stream's entries come in their stream order.
+func checkStreamOrder(t *testing.T, items []client.TimelineItem) {
+	t.Helper()
+	var lastEv, lastNt uint64
+	for i, it := range items {
+		seq, last := uint64(0), &lastEv
+		if it.Event != nil {
+			seq = it.Event.Seq
+		} else {
+			seq, last = it.Notice.Seq, &lastNt
+		}
+		if seq <= *last {
+			t.Fatalf("entry %d (%s): sequence %d after %d in its stream", i, itemID(it), seq, *last)
+		}
+		*last = seq
+	}
+}
+
+// With NoFollow the timeline is the replay, then io.EOF; of one entity, that entity's only
+// (nothing, at once, for an entity without any).
+func TestTimeline_NoFollowEndsAfterTheReplay(t *testing.T) {
+	c := setup(t, false)
+	ctx := testenv.Context(t, time.Minute)
+	ids := testenv.ResourceIDs("nf", 3)
+	since := time.Now().Add(-time.Second)
+	others := testenv.PublishTimeline(t, c.JS, rand.New(rand.NewPCG(5, 6)), "nf", 120, ids[1:])
+	one := testenv.PublishTimeline(t, c.JS, rand.New(rand.NewPCG(7, 8)), "one", 30, ids[:1])
+	for _, tc := range []struct {
+		resourceID string
+		want       []string
+	}{{"", append(slices.Clone(others), one...)}, {ids[0], one}, {testenv.ResourceIDs("none", 1)[0], nil}} {
+		tl, err := c.Timeline(ctx, client.TimelineOptions{Since: since, NoFollow: true, ResourceID: tc.resourceID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			it, err := tl.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, itemID(it))
+		}
+		tl.Stop()
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("resource %q: replay %v, want %v", tc.resourceID, got, tc.want)
+		}
+	}
+}
+
+func itemID(it client.TimelineItem) string {
+	if it.Event != nil {
+		return it.Event.CommandID
+	}
+	return it.Notice.NoticeID
+}

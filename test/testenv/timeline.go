@@ -1,0 +1,50 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+)
+
+// PublishTimeline stores n outcome events and notices of the given entities, in an order
+// drawn by rng (about a third notices), one at a time: each is stored before the next is
+// published, so the stored times follow the returned ids (an event's commandId, a notice's
+// noticeId), which are unique for prefix. It may run in a goroutine of its own.
+func PublishTimeline(t testing.TB, js jetstream.JetStream, rng *rand.Rand, prefix string, n int, ids []string) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for i := range n {
+		res := ids[rng.IntN(len(ids))]
+		key := domain.MustKey(res)
+		now := time.Now().UTC()
+		var m *nats.Msg
+		var id string
+		if rng.IntN(3) == 0 {
+			id = fmt.Sprintf("%s-n%d", prefix, i)
+			m = nats.NewMsg(domain.NoticeSubject(key))
+			m.Data, _ = json.Marshal(domain.Notice{NoticeID: id, Kind: domain.NoticeDue, ResourceID: res, State: domain.StatePending, At: now})
+			domain.SetCloudEventHeaders(m.Header, domain.NoticeCEType(string(domain.NoticeDue)), id, res, now)
+		} else {
+			id = fmt.Sprintf("%s-e%d", prefix, i)
+			m = nats.NewMsg(domain.EventSubject(key))
+			m.Data, _ = domain.EncodeEvent(domain.Event{CommandID: id, ResourceID: res, Task: domain.TaskPending,
+				Outcome: domain.OutcomeApplied, From: domain.StatePending, To: domain.StatePending, At: now})
+			domain.SetCloudEventHeaders(m.Header, domain.CETypeApplied, id+":1", res, now)
+		}
+		m.Header.Set(domain.HeaderMsgID, id)
+		if _, err := js.PublishMsg(context.Background(), m); err != nil {
+			t.Errorf("publish %s: %v", id, err) // not Fatal: it may run beside the test
+			return out
+		}
+		out = append(out, id)
+	}
+	return out
+}
