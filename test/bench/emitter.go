@@ -40,6 +40,9 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 			// morning: its one-day reminder is due.
 			r.Window = &domain.Window{Start: now.Add(12 * time.Hour), End: now.Add(16 * time.Hour)}
 		}
+		if matureRecords {
+			mature(&r, i)
+		}
 		b, err := domain.EncodeRecord(r)
 		if err != nil {
 			return err
@@ -61,6 +64,21 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// matureRecords makes fillBucket write records as they are after a while (-mature).
+var matureRecords bool
+
+// mature gives a record the history of an entity that has seen many commands: the ids of the
+// last domain.RecentIDs and the outcome event of the last one.
+func mature(r *domain.Record, i int) {
+	for c := range domain.RecentIDs {
+		r.Remember(fmt.Sprintf("%08x-5e1f-4c3a-9d7b-%012x", i, c))
+	}
+	r.LastCommandID = r.RecentCommandIDs[len(r.RecentCommandIDs)-1]
+	r.LastEvent = &domain.Event{CommandID: r.LastCommandID, ResourceID: r.ResourceID, Task: domain.TaskPending, Outcome: domain.OutcomeApplied,
+		From: domain.StateNone, To: r.State, Message: "applied", Revision: r.LastCommandSeq, At: r.UpdatedAt, Actor: "sre@example.com", CommandSeq: r.LastCommandSeq}
+	r.LastCommandAt = r.UpdatedAt
 }
 
 // entityID is a realistic ARO resource ID.
