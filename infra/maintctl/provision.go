@@ -114,7 +114,9 @@ func (a *app) provisionCommand() *cobra.Command {
 		Short: "Create or update the streams, bucket, consumers and tick schedule",
 		Long: `Create or update, idempotently, everything the functions need on the NATS server at
 --server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_NOTICES, MAINT_DLQ and MAINT_SCHEDULE,
-the bucket maintenance, the durable consumers and the tick schedule; with --webhooks, also the
+the bucket maintenance, the durable consumers (one per command partition, and one per shard of
+the tick for the emitter and for the notices function: --emitter-shards) and the tick schedule;
+consumers the contract no longer has are deleted; with --webhooks, also the
 webhook feed MAINT_WEBHOOK (a copy of every event and notice, for the webhook function). Prints what it created, updated or
 left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
 an existing stream, such as the partition count, is reported as failed).`,

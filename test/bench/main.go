@@ -171,7 +171,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("emitter in shards: %w", err)
 	}
-	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, two emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(sh.ownPeak))
+	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, three emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(sh.ownPeak))
 
 	fmt.Fprintf(out, "ratio command_throughput %.2f\n", tp/raw)
 	fmt.Fprintf(out, "ratio webhook_deliveries %.2f\n", wh)

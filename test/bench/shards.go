@@ -35,8 +35,8 @@ const runDeadline = 30 * time.Second
 
 // shardFigures are the figures of benchShards.
 type shardFigures struct {
-	one      childCost // one replica holding every shard, its second emission
-	ownPeak  uint64    // that replica's peak RSS over its two emissions
+	one      childCost // one replica holding every shard, the best of its emissions after the first
+	ownPeak  uint64    // that replica's peak RSS over its emissions
 	pair     [2]childCost
 	sdk      childCost // the SDK's bare export of prebuilt points
 	notices  childCost // one notices run of every shard (entities: notices published)
@@ -81,7 +81,9 @@ func benchShards(ctx context.Context, n int, out io.Writer) (shardFigures, error
 	if err := fillBucket(ctx, js, 0, n); err != nil {
 		return f, err
 	}
-	r, err := otlpreceiver.New(otlpreceiver.WithoutPayloads())
+	// The receiver takes the requests without decoding them: a collector would run elsewhere,
+	// and decoding millions of points here would take the CPU the emitters are measured on.
+	r, err := otlpreceiver.New(otlpreceiver.WithoutDecoding())
 	if err != nil {
 		return f, err
 	}
@@ -100,7 +102,7 @@ func benchShards(ctx context.Context, n int, out io.Writer) (shardFigures, error
 	if f.notices, err = childOnce(ctx, "notices", env); err != nil {
 		return f, fmt.Errorf("notices: %w", err)
 	}
-	fmt.Fprintf(out, "emitter, one replica of %d shards, %d entities (the server in another process): %.2f s, %.2f CPU s, %.0f points per CPU second; peak RSS %.0f MB over two emissions\n",
+	fmt.Fprintf(out, "emitter, one replica of %d shards, %d entities (the server in another process): %.2f s, %.2f CPU s, %.0f points per CPU second; peak RSS %.0f MB over its emissions\n",
 		domain.DefaultShards, n, f.one.wall.Seconds(), f.one.cpu.Seconds(), rate(f.one), mb(f.ownPeak))
 	fmt.Fprintf(out, "emitter, two replicas of %d shards each emitting at once: %.2f and %.2f CPU s (%.2f and %.2f s)\n",
 		domain.DefaultShards/2, f.pair[0].cpu.Seconds(), f.pair[1].cpu.Seconds(), f.pair[0].wall.Seconds(), f.pair[1].wall.Seconds())
@@ -110,18 +112,33 @@ func benchShards(ctx context.Context, n int, out io.Writer) (shardFigures, error
 	return f, nil
 }
 
+// measured is how many emissions are measured after the first (the process warms up); each
+// figure is the best of them, as the machine is shared.
+const measured = 2
+
+// best keeps the lower wall and the lower CPU time of two costs of the same work.
+func best(a, b childCost) childCost {
+	if a.points == 0 {
+		return b
+	}
+	a.wall, a.cpu = min(a.wall, b.wall), min(a.cpu, b.cpu)
+	return a
+}
+
 // loneReplica is one replica holding every shard: a first emission (the process warms up) and
-// the second, measured; then its peak RSS.
+// the best of the next ones; then its peak RSS.
 func loneReplica(ctx context.Context, env []string) (childCost, uint64, error) {
 	p, err := startEmitterProc(ctx, env, "")
 	if err != nil {
 		return childCost{}, 0, err
 	}
-	if _, err := p.emit(); err != nil {
-		p.close()
-		return childCost{}, 0, err
+	var c childCost
+	for i := 0; i <= measured && err == nil; i++ {
+		var next childCost
+		if next, err = p.emit(); i > 0 {
+			c = best(c, next)
+		}
 	}
-	c, err := p.emit()
 	peak, cerr := p.close()
 	if err == nil {
 		err = cerr
@@ -130,7 +147,7 @@ func loneReplica(ctx context.Context, env []string) (childCost, uint64, error) {
 }
 
 // twoReplicas is two replicas holding half the shards each, as two replicas sharing a tick:
-// a first emission of each alone, then both at once, measured.
+// a first emission of each alone, then both at once, the best of measured rounds.
 func twoReplicas(ctx context.Context, env []string) ([2]childCost, error) {
 	var out [2]childCost
 	half := domain.DefaultShards / 2
@@ -154,17 +171,19 @@ func twoReplicas(ctx context.Context, env []string) ([2]childCost, error) {
 			return out, err
 		}
 	}
-	errs := make(chan error, 2)
-	for i, p := range procs {
-		go func() {
-			var err error
-			out[i], err = p.emit()
-			errs <- err
-		}()
-	}
-	for range procs {
-		if err := <-errs; err != nil {
-			return out, err
+	for range measured {
+		errs := make(chan error, 2)
+		for i, p := range procs {
+			go func() {
+				c, err := p.emit()
+				out[i] = best(out[i], c)
+				errs <- err
+			}()
+		}
+		for range procs {
+			if err := <-errs; err != nil {
+				return out, err
+			}
 		}
 	}
 	return out, nil

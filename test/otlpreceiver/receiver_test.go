@@ -260,3 +260,15 @@ func TestReceiver_CountsEachTicksDistinctValues(t *testing.T) {
 		t.Errorf("seen since tick 3: %d, want 1", n)
 	}
 }
+
+func TestReceiver_WithoutDecodingRecordsSizesOnly(t *testing.T) {
+	r := otlpreceiver.Start(t, otlpreceiver.WithoutDecoding())
+	exp := exporter(t, r, otlpreceiver.GRPC, true)
+	if err := exp.Export(testenv.Context(t, 10*time.Second), data(100)); err != nil {
+		t.Fatal(err)
+	}
+	ex := r.Exports()
+	if len(ex) != 1 || ex[0].Size < 100 || ex[0].WireSize == 0 || ex[0].Encoding != "gzip" || ex[0].DataPoints != 0 || ex[0].Request != nil {
+		t.Fatalf("exports %+v, want one request with its sizes and nothing decoded", ex)
+	}
+}
