@@ -143,8 +143,12 @@ func (e *Emitter) Handle(ctx context.Context, msg function.Message) error {
 		log.Debug("tick skipped: a newer tick is waiting", "pending", msg.Pending)
 		return nil
 	}
-	if !e.shards.First(msg) {
-		log.Debug("tick skipped: this replica emitted it already")
+	if msg.Delivered > 1 || !e.shards.First(msg) {
+		// A tick delivered again: its holder died, or its acknowledgement came too late. The
+		// holder may have sent the shard already; the next tick sends it in any case, so no
+		// shard of a tick is sent twice.
+		e.health.record(ctx, Result{Shard: shard}, OutcomeSkipped)
+		log.Debug("tick skipped: delivered again", "delivered", msg.Delivered)
 		return nil
 	}
 	// The points of a tick carry its time, whichever replica emits which shard.

@@ -54,8 +54,9 @@ func setupTelemetry(t testing.TB, endpoint, protocol string) *telemetry.Telemetr
 
 // tick is a handled tick, as a test's wrapper around the handler saw it.
 type tick struct {
-	replica  string
-	consumer string
+	replica   string
+	consumer  string
+	delivered uint64
 	seq      uint64
 	pending  uint64
 	next     string
@@ -71,7 +72,7 @@ type ticks struct {
 func (tk *ticks) wrap(replica string, h function.Handler) function.Handler {
 	return func(ctx context.Context, msg function.Message) error {
 		tk.mu.Lock()
-		tk.list = append(tk.list, tick{replica: replica, consumer: msg.Consumer, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
+		tk.list = append(tk.list, tick{replica: replica, consumer: msg.Consumer, delivered: msg.Delivered, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
 		tk.mu.Unlock()
 		return h(ctx, msg)
 	}
