@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 )
 
@@ -42,8 +43,6 @@ type Config struct {
 	// command stalls that partition for this long; the runtime signals progress while a handler
 	// runs, so a slow handler is never redelivered.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
-	MaxDeliver int
 	// InFlight is how many commands of one partition may be out at once. Each partition is
 	// pinned to one replica, which runs commands of different entities at once and those of
 	// one entity in order.
@@ -75,7 +74,6 @@ func DefaultConfig() Config {
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
-		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
 		Shards:          domain.DefaultShards,
 		Storage:         jetstream.FileStorage,
@@ -96,7 +94,6 @@ func (c Config) WithDefaults() (Config, error) {
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, d.DLQMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
 	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, d.MaxDeliver)
 	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
 	c.Shards = cmp.Or(c.Shards, d.Shards)
 	switch {
@@ -106,8 +103,6 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: partitions must be 1-256, got %d", ErrInvalidConfig, c.Partitions)
 	case c.Tick < time.Second:
 		return c, fmt.Errorf("%w: tick must be at least 1s, got %s", ErrInvalidConfig, c.Tick)
-	case c.MaxDeliver < 2:
-		return c, fmt.Errorf("%w: max deliver must be at least 2, got %d", ErrInvalidConfig, c.MaxDeliver)
 	case c.AckWait < time.Second:
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:
@@ -264,74 +259,17 @@ func Bucket(c Config) jetstream.KeyValueConfig {
 }
 
 // StreamConsumer is a durable consumer and the stream it reads.
-type StreamConsumer struct {
-	Stream string
-	jetstream.ConsumerConfig
-}
+type StreamConsumer = registry.Consumer
 
-// Consumers returns the durable consumers: one per command partition, and one per shard of
-// the ticks for the emitter and for the notices function.
+// Consumers returns the durable consumers of every function (registry.Function.Consumers).
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+2*c.Shards)
-	for p := 0; p < c.Partitions; p++ {
-		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       domain.CommandConsumer(p),
-			Description:   fmt.Sprintf("command function, partition %d", p),
-			FilterSubject: domain.CommandFilter(p),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			// One replica at a time serves a partition (it keeps the entities' order); another
-			// takes over when it stops renewing its pin. The runtime fences a new pin until the
-			// previous holder's commands are settled.
-			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{domain.CommandPriorityGroup},
-			PinnedTTL:      domain.PinnedTTL(c.AckWait),
-			MaxAckPending:  c.InFlight,
-			AckWait:        c.AckWait,
-			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
-			// budget, and keeps trying while the dead letter itself cannot be written), so the
-			// server never drops a command silently.
-			MaxDeliver: -1,
-			Replicas:   c.Replicas,
-		}})
-	}
-	// Each function has its own consumers of the same ticks, one per shard: the ticks stay in
-	// the stream (limits retention), and each consumer hands every tick to the one replica it
-	// is pinned to, which serves that shard of the tick.
-	for s := 0; s < c.Shards; s++ {
-		shard := domain.Shard{Index: s, Of: c.Shards}
-		out = append(out,
-			tickConsumer(c, domain.EmitterShardConsumer(s), shard, fmt.Sprintf("emitter function, shard %d of %d", s, c.Shards)),
-			tickConsumer(c, domain.NoticesShardConsumer(s), shard, fmt.Sprintf("notices function, shard %d of %d", s, c.Shards)))
-	}
-	return out
+	return registry.ProvisionedConsumers(c.Topology())
 }
 
-// tickConsumer is the consumer of one shard of the ticks for one function.
-func tickConsumer(c Config, name string, shard domain.Shard, desc string) StreamConsumer {
-	ackWait := EmitterAckWait(c.Tick)
-	return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:       name,
-		Description:   desc,
-		FilterSubject: domain.TickSubject,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverNewPolicy,
-		MaxAckPending: 1,
-		// A replica that dies holding a tick blocks the next one until the ack wait runs
-		// out: keep it under half a tick (the runtime signals progress while a run is long).
-		AckWait:    ackWait,
-		MaxDeliver: 3,
-		// One replica at a time serves a shard; when it stops renewing its pin (it died), the
-		// pin moves within the pinned TTL, which is shorter than any tick over 3 s, so the
-		// next tick of the shard goes to a live replica.
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{domain.TickPriorityGroup},
-		PinnedTTL:      domain.PinnedTTL(ackWait),
-		Metadata:       domain.ShardMetadata(shard),
-		Replicas:       c.Replicas,
-	}}
+// Topology is what the functions' consumers take from the provisioning setting.
+func (c Config) Topology() registry.Topology {
+	return registry.Topology{Replicas: c.Replicas, Partitions: c.Partitions, InFlight: c.InFlight, AckWait: c.AckWait, Tick: c.Tick, Shards: c.Shards}
 }
-
 // retired reports whether a consumer of the schedule stream is one the contract no longer
 // has: the single tick consumers of before the shards, or a shard past the count.
 func retired(c Config, name string) bool {
@@ -376,11 +314,6 @@ func retireConsumers(ctx context.Context, js jetstream.JetStream, c Config) Repo
 	return rep
 }
 
-// EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
-// 500 ms and 30 s.
-func EmitterAckWait(tick time.Duration) time.Duration {
-	return min(max(tick/2, 500*time.Millisecond), 30*time.Second)
-}
 
 // Run provisions everything and reports what it did. It carries on past a failed resource so
 // that the report is complete; Report.Err joins the failures.
