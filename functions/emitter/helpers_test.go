@@ -57,9 +57,9 @@ type tick struct {
 	replica   string
 	consumer  string
 	delivered uint64
-	seq      uint64
-	pending  uint64
-	next     string
+	seq       uint64
+	pending   uint64
+	next      string
 }
 
 // ticks records what a set of replicas handled.

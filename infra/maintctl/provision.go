@@ -42,9 +42,9 @@ type changeJSON struct {
 func (a *app) provisionCommand() *cobra.Command {
 	var (
 		replicas, partitions, inFlight, shards int
-		eventsMaxAge                   time.Duration
-		tick                           time.Duration
-		webhooks                       bool
+		eventsMaxAge                           time.Duration
+		tick                                   time.Duration
+		webhooks                               bool
 	)
 	c := &cobra.Command{
 		Use:   "provision [flags]",

@@ -270,6 +270,7 @@ func Consumers(c Config) []StreamConsumer {
 func (c Config) Topology() registry.Topology {
 	return registry.Topology{Replicas: c.Replicas, Partitions: c.Partitions, InFlight: c.InFlight, AckWait: c.AckWait, Tick: c.Tick, Shards: c.Shards}
 }
+
 // retired reports whether a consumer of the schedule stream is one the contract no longer
 // has: the single tick consumers of before the shards, or a shard past the count.
 func retired(c Config, name string) bool {
@@ -313,7 +314,6 @@ func retireConsumers(ctx context.Context, js jetstream.JetStream, c Config) Repo
 	}
 	return rep
 }
-
 
 // Run provisions everything and reports what it did. It carries on past a failed resource so
 // that the report is complete; Report.Err joins the failures.

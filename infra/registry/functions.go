@@ -160,7 +160,7 @@ func noticesFunction() Function {
 		// consumers.
 		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
 			API: []string{scheduleConsumerNames}},
-		Flags:  noticesFlags,
+		Flags: noticesFlags,
 	}
 }
 
