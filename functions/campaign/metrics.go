@@ -8,8 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	core "maintsignals/shared/campaign"
 )
@@ -59,7 +59,7 @@ func (f *Function) export(ctx context.Context, ids []string, now time.Time) erro
 			cs = append(cs, c)
 		}
 	}
-	em := tel.NewEmissionOf("campaigns")
+	em := tel.NewEmission("campaigns", 3*f.cfg.Tick) // another replica's page drops it after three ticks
 	if err := em.Export(ctx, burndown(cs, now)); err != nil {
 		em.Abort()
 		return fmt.Errorf("export the burndown: %w", err)
@@ -69,29 +69,40 @@ func (f *Function) export(ctx context.Context, ids []string, now time.Time) erro
 }
 
 // burndown is the points of the campaigns at now.
-func burndown(cs []*core.Campaign, now time.Time) metricdata.ScopeMetrics {
-	var ents, status []metricdata.DataPoint[int64]
-	var deadline []metricdata.DataPoint[float64]
+func burndown(cs []*core.Campaign, now time.Time) *metricpb.ScopeMetrics {
+	ts := uint64(now.UnixNano())
+	point := func(v int64, kv ...*commonpb.KeyValue) *metricpb.NumberDataPoint {
+		return &metricpb.NumberDataPoint{Attributes: kv, TimeUnixNano: ts, Value: &metricpb.NumberDataPoint_AsInt{AsInt: v}}
+	}
+	var ents, status, deadline []*metricpb.NumberDataPoint
 	for _, c := range cs {
-		id := attribute.String(AttrCampaign, c.ID)
+		id := stringKV(AttrCampaign, c.ID)
 		counts := c.Tally.Total()
 		for _, p := range core.Phases {
-			ents = append(ents, metricdata.DataPoint[int64]{Attributes: attribute.NewSet(id, attribute.String(AttrPhase, string(p))), Time: now, Value: int64(counts.Of(p))})
+			ents = append(ents, point(int64(counts.Of(p)), id, stringKV(AttrPhase, string(p))))
 		}
-		for _, s := range core.Statuses {
+		for _, st := range core.Statuses {
 			v := int64(0)
-			if c.Status == s {
+			if c.Status == st {
 				v = 1
 			}
-			status = append(status, metricdata.DataPoint[int64]{Attributes: attribute.NewSet(id, attribute.String(AttrStatus, string(s))), Time: now, Value: v})
+			status = append(status, point(v, id, stringKV(AttrStatus, string(st))))
 		}
-		deadline = append(deadline, metricdata.DataPoint[float64]{Attributes: attribute.NewSet(id), Time: now, Value: float64(c.Compiled().Deadline.Unix())})
+		deadline = append(deadline, &metricpb.NumberDataPoint{Attributes: []*commonpb.KeyValue{id}, TimeUnixNano: ts,
+			Value: &metricpb.NumberDataPoint_AsDouble{AsDouble: float64(c.Compiled().Deadline.Unix())}})
 	}
-	return metricdata.ScopeMetrics{Scope: instrumentation.Scope{Name: ScopeName}, Metrics: []metricdata.Metrics{
-		{Name: MetricEntities, Unit: "{entity}", Description: "Entities of a campaign per phase (the burndown).", Data: metricdata.Gauge[int64]{DataPoints: ents}},
-		{Name: MetricStatus, Unit: "1", Description: "A campaign's status: 1 for the current one, 0 for the others.", Data: metricdata.Gauge[int64]{DataPoints: status}},
-		{Name: MetricDeadline, Unit: "s", Description: "A campaign's deadline, in Unix seconds.", Data: metricdata.Gauge[float64]{DataPoints: deadline}},
+	gauge := func(name, unit, desc string, pts []*metricpb.NumberDataPoint) *metricpb.Metric {
+		return &metricpb.Metric{Name: name, Unit: unit, Description: desc, Data: &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: pts}}}
+	}
+	return &metricpb.ScopeMetrics{Scope: &commonpb.InstrumentationScope{Name: ScopeName}, Metrics: []*metricpb.Metric{
+		gauge(MetricEntities, "{entity}", "Entities of a campaign per phase (the burndown).", ents),
+		gauge(MetricStatus, "1", "A campaign's status: 1 for the current one, 0 for the others.", status),
+		gauge(MetricDeadline, "s", "A campaign's deadline, in Unix seconds.", deadline),
 	}}
+}
+
+func stringKV(key, value string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: key, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: value}}}
 }
 
 // health records the function's ticks.

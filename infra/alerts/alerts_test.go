@@ -52,15 +52,19 @@ var (
 	matcherRE = regexp.MustCompile(`(cluster_maintenance_[a-z_]+)\{([^}]*)\}`)
 	labelRE   = regexp.MustCompile(`([a-z_]+)\s*=~?`)
 	onRE      = regexp.MustCompile(`on \(([^)]*)\)`)
+	// byRE finds the labels a rule aggregates by, and labelRefRE the labels an annotation
+	// shows: label names, not metrics.
+	byRE       = regexp.MustCompile(`by \(([^)]*)\)`)
+	labelRefRE = regexp.MustCompile(`\$labels\.[a-z_]+`)
 )
 
-// ruleNames returns the metric names the rules use, and per metric the label names they
-// match on.
+// ruleNames returns the metric names the rules use, per metric the label names they match on,
+// and the labels they join on or aggregate by.
 func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, joins []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	labels = map[string][]string{}
-	rules := string(alerts.Rules)
+	rules := labelRefRE.ReplaceAllString(byRE.ReplaceAllString(string(alerts.Rules), "by ()"), "")
 	for _, ix := range metricRE.FindAllStringIndex(rules, -1) {
 		m := rules[ix[0]:ix[1]]
 		// A label name is followed by its matcher's operator.
@@ -79,6 +83,16 @@ func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, join
 	}
 	for _, m := range onRE.FindAllStringSubmatch(string(alerts.Rules), -1) {
 		joins = append(joins, strings.TrimSpace(m[1]))
+	}
+	for _, m := range byRE.FindAllStringSubmatch(string(alerts.Rules), -1) {
+		for _, l := range strings.Split(m[1], ",") {
+			l = strings.TrimSpace(l)
+			metric := byMetric
+			if strings.HasPrefix(l, "maintenance_campaign_") {
+				metric = byCampaignMetric
+			}
+			labels[metric] = append(labels[metric], l)
+		}
 	}
 	sort.Strings(metrics)
 	if len(metrics) < 6 {
@@ -157,6 +171,12 @@ func exerciseCampaigns(t *testing.T, ctx context.Context, env *testenv.Env, tel 
 		t.Fatal(err)
 	}
 }
+
+// byMetric is the metric the rules aggregate by a label of (the emitter's coverage, by shard).
+const byMetric = "cluster_maintenance_emitter_coverage_ratio"
+
+// byCampaignMetric carries every label the campaign rules aggregate by (the id and the phase).
+const byCampaignMetric = "cluster_maintenance_campaign_entities"
 
 var sampleRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
 

@@ -2,69 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maintsignals/infra/provision"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 )
-
-// provisionUp provisions the stack of `up`. In a cluster that has just elected its leaders, a
-// request can meet another election and get no answer at all; so each request is bounded by the
-// client's default timeout (ctx carries no deadline) and a pass that failed that way is run
-// again, for up to a minute. The report merges the passes: what an earlier pass created still
-// shows as created.
-func (a *app) provisionUp(ctx context.Context, js jetstream.JetStream, cfg provision.Config) (provision.Report, error) {
-	const retryFor = time.Minute
-	deadline := time.Now().Add(retryFor)
-	var rep provision.Report
-	for {
-		next, err := provision.Run(ctx, js, cfg)
-		rep = mergeReports(rep, next)
-		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return rep, err
-		}
-		a.log.Warn("provisioning met a NATS leader election; trying again", "error", err)
-		select {
-		case <-ctx.Done():
-			return rep, err
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// transient tells a failure that trying again may cure: no answer in time, or JetStream
-// temporarily unavailable (503).
-func transient(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		(errors.As(err, &apiErr) && apiErr.Code == 503)
-}
-
-// mergeReports returns next, where what was created or updated by the earlier pass prev shows
-// as such instead of unchanged.
-func mergeReports(prev, next provision.Report) provision.Report {
-	done := make(map[string]provision.Change, len(prev))
-	for _, ch := range prev {
-		if ch.Action == provision.Created || ch.Action == provision.Updated {
-			done[ch.Kind+" "+ch.Name] = ch
-		}
-	}
-	out := make(provision.Report, len(next))
-	for i, ch := range next {
-		if earlier, ok := done[ch.Kind+" "+ch.Name]; ok && ch.Action == provision.Unchanged {
-			ch = earlier
-		}
-		out[i] = ch
-	}
-	return out
-}
 
 // printReport prints a provisioning report for people or as JSON.
 func (a *app) printReport(rep provision.Report, indent string) error {
@@ -96,17 +41,19 @@ type changeJSON struct {
 
 func (a *app) provisionCommand() *cobra.Command {
 	var (
-		replicas, partitions, inFlight int
-		eventsMaxAge                   time.Duration
-		tick                           time.Duration
-		webhooks                       bool
+		replicas, partitions, inFlight, shards int
+		eventsMaxAge                           time.Duration
+		tick                                   time.Duration
+		webhooks                               bool
 	)
 	c := &cobra.Command{
 		Use:   "provision [flags]",
 		Short: "Create or update the streams, bucket, consumers and tick schedule",
 		Long: `Create or update, idempotently, everything the functions need on the NATS server at
 --server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_NOTICES, MAINT_DLQ and MAINT_SCHEDULE,
-the bucket maintenance, the durable consumers and the tick schedule; with --webhooks, also the
+the bucket maintenance, the durable consumers (one per command partition, and one per shard of
+the tick for the emitter and for the notices function: --emitter-shards) and the tick schedule;
+consumers the contract no longer has are deleted; with --webhooks, also the
 webhook feed MAINT_WEBHOOK (a copy of every event and notice, for the webhook function). Prints what it created, updated or
 left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
 an existing stream, such as the partition count, is reported as failed).`,
@@ -124,7 +71,9 @@ an existing stream, such as the partition count, is reported as failed).`,
 			// A user that may not provision fails at once instead of waiting for the timeout.
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
-				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks})
+				// A NATS cluster that has just started (the Job runs beside it) holds leader
+				// elections: retried as `up` does.
+				rep, err = provision.RunRetrying(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks, Shards: shards}, a.log)
 				return err
 			})
 			if rep != nil {
@@ -153,10 +102,13 @@ an existing stream, such as the partition count, is reported as failed).`,
 	c.Flags().IntVar(&replicas, "replicas", d.Replicas, "replicas of every stream and of the bucket: 1, 3 or 5")
 	c.Flags().IntVar(&partitions, "partitions", d.Partitions, "partitions of the commands stream")
 	c.Flags().IntVar(&inFlight, "in-flight", d.InFlight, inFlightUsage)
+	c.Flags().IntVar(&shards, "emitter-shards", d.Shards, emitterShardsUsage)
 	c.Flags().DurationVar(&eventsMaxAge, "events-retention", d.EventsMaxAge, "how long outcome events (the audit history) are kept")
 	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
 	c.Flags().BoolVar(&webhooks, "webhooks", false, "also the webhook feed MAINT_WEBHOOK, for the webhook function (it copies every event and notice: one more write each)")
 	return c
 }
+
+const emitterShardsUsage = "shares of each tick's emission and notices run (a consumer per shard, each served by one replica at a time): the most emitter and notices replicas that share a tick; restart those replicas after changing it"
 
 const inFlightUsage = "commands of one partition out at once (to the one replica serving it, which runs different entities' commands at once and one entity's in order)"

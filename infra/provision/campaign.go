@@ -10,8 +10,8 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Fleet campaigns: their commands' stream, their two buckets, the Object Store of their lists
-// and the campaign function's consumers (README, Fleet campaigns).
+// Fleet campaigns: their commands' stream, their two buckets and the Object Store of their
+// lists (README, Fleet campaigns); the campaign function's consumers are its registry entry's.
 
 // campaignStream is MAINT_CAMPAIGNS, retained like commands (audit, replay).
 func campaignStream(c Config) jetstream.StreamConfig {
@@ -39,25 +39,6 @@ func CampaignBuckets(c Config) []jetstream.KeyValueConfig {
 // CampaignLists is the Object Store of the selections' lists, each named by its SHA-256.
 func CampaignLists(c Config) jetstream.ObjectStoreConfig {
 	return jetstream.ObjectStoreConfig{Bucket: domain.CampaignListsBucket, Description: "Fleet campaigns' lists of resource IDs, by SHA-256", Storage: c.Storage, Replicas: c.Replicas}
-}
-
-// campaignConsumers are the campaign function's: the campaign commands, one at a time in
-// stream order, and its own consumer of the ticks.
-func campaignConsumers(c Config, tick func(name, desc string) StreamConsumer) []StreamConsumer {
-	return []StreamConsumer{
-		{Stream: domain.CampaignsStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       domain.CampaignConsumer,
-			Description:   "campaign function: the campaign commands, one at a time",
-			FilterSubject: domain.CampaignCommandPrefix + "*",
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			MaxAckPending: 1,
-			AckWait:       c.AckWait,
-			MaxDeliver:    -1, // the runtime has the last word, as for commands
-			Replicas:      c.Replicas,
-		}},
-		tick(domain.CampaignConsumer, "campaign function: one replica serves each tick"),
-	}
 }
 
 // ensureObjectStore creates the Object Store when it is missing; an existing one is kept.

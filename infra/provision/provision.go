@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 )
 
@@ -41,14 +43,17 @@ type Config struct {
 	// command stalls that partition for this long; the runtime signals progress while a handler
 	// runs, so a slow handler is never redelivered.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
-	MaxDeliver int
 	// InFlight is how many commands of one partition may be out at once. Each partition is
 	// pinned to one replica, which runs commands of different entities at once and those of
 	// one entity in order.
 	InFlight int
 	// Storage of streams and bucket.
 	Storage jetstream.StorageType
+	// Shards is how many shares the emission and the notices run of one tick are split into
+	// (a consumer per shard and function, each pinned to one replica at a time): the most
+	// replicas that share a tick. Changing it moves entities between shards; restart the
+	// emitter and notices replicas afterwards (they learn the shards when they start).
+	Shards int
 	// Webhooks provisions the webhook feed, MAINT_WEBHOOK, which the webhook function reads: it
 	// copies every outcome event and notice, one more stored (and, synced, one more disk)
 	// write each, so it is there only where webhooks are delivered. Created on existing data,
@@ -69,8 +74,8 @@ func DefaultConfig() Config {
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
-		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
+		Shards:          domain.DefaultShards,
 		Storage:         jetstream.FileStorage,
 	}
 }
@@ -89,8 +94,8 @@ func (c Config) WithDefaults() (Config, error) {
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, d.DLQMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
 	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, d.MaxDeliver)
 	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
+	c.Shards = cmp.Or(c.Shards, d.Shards)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
@@ -98,12 +103,12 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: partitions must be 1-256, got %d", ErrInvalidConfig, c.Partitions)
 	case c.Tick < time.Second:
 		return c, fmt.Errorf("%w: tick must be at least 1s, got %s", ErrInvalidConfig, c.Tick)
-	case c.MaxDeliver < 2:
-		return c, fmt.Errorf("%w: max deliver must be at least 2, got %d", ErrInvalidConfig, c.MaxDeliver)
 	case c.AckWait < time.Second:
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:
 		return c, fmt.Errorf("%w: in-flight must be 1-10000, got %d", ErrInvalidConfig, c.InFlight)
+	case c.Shards < 1 || c.Shards > domain.MaxShards:
+		return c, fmt.Errorf("%w: emitter shards must be 1-%d, got %d", ErrInvalidConfig, domain.MaxShards, c.Shards)
 	}
 	return c, nil
 }
@@ -117,6 +122,9 @@ const (
 	Unchanged Action = "unchanged"
 	Updated   Action = "updated"
 	Failed    Action = "failed"
+	// Deleted is a consumer the contract no longer has (the single tick consumers of before
+	// the shards, or shards past the shard count).
+	Deleted Action = "deleted"
 )
 
 // Change reports one resource.
@@ -157,7 +165,7 @@ func (r Report) Err() error {
 // Changed reports whether anything was created or updated.
 func (r Report) Changed() bool {
 	for _, c := range r {
-		if c.Action == Created || c.Action == Updated {
+		if c.Action == Created || c.Action == Updated || c.Action == Deleted {
 			return true
 		}
 	}
@@ -252,64 +260,60 @@ func Bucket(c Config) jetstream.KeyValueConfig {
 }
 
 // StreamConsumer is a durable consumer and the stream it reads.
-type StreamConsumer struct {
-	Stream string
-	jetstream.ConsumerConfig
-}
+type StreamConsumer = registry.Consumer
 
-// Consumers returns the durable consumers: one per command partition, the emitter's and the
-// notices function's.
+// Consumers returns the durable consumers of every function (registry.Function.Consumers).
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+2)
-	for p := 0; p < c.Partitions; p++ {
-		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       domain.CommandConsumer(p),
-			Description:   fmt.Sprintf("command function, partition %d", p),
-			FilterSubject: domain.CommandFilter(p),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			// One replica at a time serves a partition (it keeps the entities' order); another
-			// takes over when it stops renewing its pin. The runtime fences a new pin until the
-			// previous holder's commands are settled.
-			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{domain.CommandPriorityGroup},
-			PinnedTTL:      domain.PinnedTTL(c.AckWait),
-			MaxAckPending:  c.InFlight,
-			AckWait:        c.AckWait,
-			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
-			// budget, and keeps trying while the dead letter itself cannot be written), so the
-			// server never drops a command silently.
-			MaxDeliver: -1,
-			Replicas:   c.Replicas,
-		}})
-	}
-	tickConsumer := func(name, desc string) StreamConsumer {
-		return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       name,
-			Description:   desc,
-			FilterSubject: domain.TickSubject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverNewPolicy,
-			MaxAckPending: 1,
-			// A replica that dies holding a tick blocks the next one until the ack wait runs
-			// out: keep it under half a tick (the runtime signals progress while a run is long).
-			AckWait:    EmitterAckWait(c.Tick),
-			MaxDeliver: 3,
-			Replicas:   c.Replicas,
-		}}
-	}
-	// Each function has its own consumer of the same ticks: the ticks stay in the stream
-	// (limits retention), and each consumer hands every tick to one replica of its function.
-	out = append(out,
-		tickConsumer(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
-		tickConsumer(domain.NoticesConsumer, "notices function: one replica serves each tick"))
-	return append(out, campaignConsumers(c, tickConsumer)...)
+	return registry.ProvisionedConsumers(c.Topology())
 }
 
-// EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
-// 500 ms and 30 s.
-func EmitterAckWait(tick time.Duration) time.Duration {
-	return min(max(tick/2, 500*time.Millisecond), 30*time.Second)
+// Topology is what the functions' consumers take from the provisioning setting.
+func (c Config) Topology() registry.Topology {
+	return registry.Topology{Replicas: c.Replicas, Partitions: c.Partitions, InFlight: c.InFlight, AckWait: c.AckWait, Tick: c.Tick, Shards: c.Shards}
+}
+
+// retired reports whether a consumer of the schedule stream is one the contract no longer
+// has: the single tick consumers of before the shards, or a shard past the count.
+func retired(c Config, name string) bool {
+	if name == domain.EmitterConsumer || name == domain.NoticesConsumer {
+		return true
+	}
+	for _, prefix := range []string{domain.EmitterShardPrefix, domain.NoticesShardPrefix} {
+		if domain.IsShardConsumer(name, prefix) {
+			n, _ := strconv.Atoi(strings.TrimPrefix(name, prefix))
+			return n >= c.Shards
+		}
+	}
+	return false
+}
+
+// retireConsumers deletes the retired consumers of the schedule stream. A replica of an older
+// version still serving one stops getting ticks (it would emit the whole fleet a second time).
+func retireConsumers(ctx context.Context, js jetstream.JetStream, c Config) Report {
+	s, err := js.Stream(ctx, domain.ScheduleStream)
+	if err != nil {
+		return Report{{Kind: "consumer", Name: domain.ScheduleStream + "/*", Action: Failed, Err: err}}
+	}
+	var rep Report
+	names := s.ConsumerNames(ctx)
+	var old []string
+	for name := range names.Name() {
+		if retired(c, name) {
+			old = append(old, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		rep = append(rep, Change{Kind: "consumer", Name: domain.ScheduleStream + "/*", Action: Failed, Err: err})
+	}
+	slices.Sort(old)
+	for _, name := range old {
+		ch := Change{Kind: "consumer", Name: domain.ScheduleStream + "/" + name, Action: Deleted}
+		if err := s.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			ch.Action, ch.Err = Failed, err
+		}
+		rep = append(rep, ch)
+	}
+	return rep
 }
 
 // Run provisions everything and reports what it did. It carries on past a failed resource so
@@ -336,6 +340,9 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 			continue // its stream is not as it should be: the report says why
 		}
 		rep = append(rep, ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig))
+	}
+	if !failed[domain.ScheduleStream] {
+		rep = append(rep, retireConsumers(ctx, js, c)...)
 	}
 	rep = append(rep, ensureSchedule(ctx, js, c.Tick))
 	return rep, rep.Err()
@@ -547,6 +554,8 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	add("pinned_ttl", have.PinnedTTL != want.PinnedTTL)
 	add("replicas", want.Replicas != 0 && have.Replicas != want.Replicas && have.Replicas != 0)
 	add("description", have.Description != want.Description)
+	// The server adds metadata of its own (_nats.*): compare ours only.
+	add("metadata", !metadataHolds(have.Metadata, want.Metadata))
 	if len(ch.Fields) == 0 {
 		ch.Action = Unchanged
 		return ch
@@ -558,6 +567,16 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	}
 	ch.Action = Updated
 	return ch
+}
+
+// metadataHolds reports whether have carries every entry of want.
+func metadataHolds(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // ScheduleSpec is the Nats-Schedule header value for a tick interval.

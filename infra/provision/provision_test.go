@@ -14,6 +14,7 @@ import (
 
 	"maintsignals/functions/webhook"
 	"maintsignals/infra/provision"
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -48,8 +49,23 @@ func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 			t.Errorf("consumer %d: %v", p, err)
 		}
 	}
-	if _, err := env.JS.Consumer(ctx, domain.ScheduleStream, domain.EmitterConsumer); err != nil {
-		t.Errorf("emitter consumer: %v", err)
+	for s := 0; s < domain.DefaultShards; s++ {
+		for _, name := range []string{domain.EmitterShardConsumer(s), domain.NoticesShardConsumer(s)} {
+			c, err := env.JS.Consumer(ctx, domain.ScheduleStream, name)
+			if err != nil {
+				t.Errorf("shard consumer %s: %v", name, err)
+				continue
+			}
+			cfg := c.CachedInfo().Config
+			got, err := domain.ShardFromMetadata(name, cfg.Metadata)
+			if err != nil || got != (domain.Shard{Index: s, Of: domain.DefaultShards}) {
+				t.Errorf("%s: shard %v (%v), want %d of %d", name, got, err, s, domain.DefaultShards)
+			}
+			if cfg.PriorityPolicy != jetstream.PriorityPolicyPinned || cfg.PinnedTTL >= env.Config.Tick || cfg.MaxAckPending != 1 {
+				t.Errorf("%s: policy %v, pinned TTL %s, max ack pending %d; want pinned to one replica, handed over within a tick, one tick at a time",
+					name, cfg.PriorityPolicy, cfg.PinnedTTL, cfg.MaxAckPending)
+			}
+		}
 	}
 	// One replica: no follower can lag, so reads take the cheap direct path. (Replicated
 	// buckets read from their leader; the cluster fault test runs that way.)
@@ -149,6 +165,8 @@ func TestWithDefaults_RejectsBadSettings(t *testing.T) {
 		"two replicas":    {Replicas: 2},
 		"sub-second tick": {Tick: 500 * time.Millisecond},
 		"zero partitions": {Partitions: -1},
+		"no shards":       {Shards: -1},
+		"too many shards": {Shards: domain.MaxShards + 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := c.WithDefaults(); err == nil {
@@ -222,6 +240,41 @@ func mustSubscription(t *testing.T) webhook.Subscription {
 		t.Fatal(err)
 	}
 	return subs[0]
+}
+
+// TestRun_CreatesEveryFunctionsConsumers: each consumer of each function in the registry
+// exists once provisioned, on a stream provisioning makes (the webhook feed with Webhooks).
+func TestRun_CreatesEveryFunctionsConsumers(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	streams := map[string]bool{}
+	for _, s := range provision.Streams(mustDefaults(t, env.Config)) {
+		streams[s.Name] = true
+	}
+	for _, f := range registry.Functions() {
+		for _, s := range f.Streams() {
+			if !streams[s] {
+				t.Errorf("function %s reads stream %s, which provisioning does not make", f.Name, s)
+			}
+		}
+		if f.Consumers == nil {
+			continue
+		}
+		for _, c := range f.Consumers(mustDefaults(t, env.Config).Topology()) {
+			if _, err := env.JS.Consumer(ctx, c.Stream, c.Durable); err != nil {
+				t.Errorf("function %s: consumer %s/%s: %v", f.Name, c.Stream, c.Durable, err)
+			}
+		}
+	}
+}
+
+func mustDefaults(t *testing.T, c provision.Config) provision.Config {
+	t.Helper()
+	c, err := c.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // The feed created on existing data copies what is stored from then on, not the history (no

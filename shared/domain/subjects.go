@@ -44,17 +44,16 @@ func KeyFromSubject(subject string) string {
 
 // Durable consumers of the functions, and how the command partitions are served.
 const (
+	// EmitterConsumer and NoticesConsumer were the single tick consumers of the emitter and
+	// the notices function before ticks were shared in shards; provisioning removes them, and
+	// their names prefix the shard consumers (EmitterShardConsumer, NoticesShardConsumer).
 	EmitterConsumer = "emitter"
-	// NoticesConsumer serves the ticks to the notices function, beside the emitter's.
 	NoticesConsumer = "notices"
 	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
 	CommandConsumerPrefix = "command-p"
 	// CommandPriorityGroup is the priority group the command function pulls with: each
 	// partition is pinned to one replica at a time (pinned_client).
 	CommandPriorityGroup = "command"
-	// DefaultMaxDeliver is the delivery budget of a command: the function dead-letters it on
-	// this delivery if it still fails.
-	DefaultMaxDeliver = 10
 )
 
 // CommandConsumer is the durable consumer of command partition p.
