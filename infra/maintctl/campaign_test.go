@@ -57,7 +57,9 @@ func TestCampaignCLI(t *testing.T) {
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(4 * time.Hour).Format(time.RFC3339)
 	flags := []string{"--list", list, "--reason", "control plane upgrade", "--earliest", earliest, "--deadline", "+100h",
 		"--across", "4h", "--slot", "15m", "--max-per-slot", "5", "--max-per-subscription", "2", "--announce-lead", "336h"}
-	create := func(extra ...string) []string { return append(append([]string{"campaign", "create", "c1"}, flags...), extra...) }
+	create := func(extra ...string) []string {
+		return append(append([]string{"campaign", "create", "c1"}, flags...), extra...)
+	}
 
 	out := c.ok(create("--dry-run")...)
 	mustContain(t, "the dry run", out, "Campaign c1: Everything on 40 entities: 40 planned, 0 skipped.", "Window starts per hour (UTC):", "Skipped: none.")
