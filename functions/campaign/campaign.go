@@ -106,18 +106,20 @@ func (f *Function) RuntimeConfigs() []function.Config {
 		{
 			Name: "campaign", Stream: domain.CampaignsStream, Consumers: []string{domain.CampaignConsumer},
 			Handler: f.HandleCommand, OnDeadLetter: f.deadLetter, Concurrency: 1,
-			DrainTimeout: drainTimeout, Logger: f.cfg.Logger, Meters: f.cfg.Meters,
+			DrainTimeout: DrainTimeout, Logger: f.cfg.Logger, Meters: f.cfg.Meters,
 		},
 		{
+			// The tick consumer is pinned to one replica at a time (the runtime's keyed mode,
+			// the consumer as the key): the replica that holds it makes the passes.
 			Name: "campaign-tick", Stream: domain.ScheduleStream, Consumers: []string{domain.CampaignConsumer},
-			Handler: f.HandleTick, MaxDeliver: 2, Concurrency: 1,
-			DrainTimeout: drainTimeout, Logger: f.cfg.Logger, Meters: f.cfg.Meters,
+			Handler: f.HandleTick, MaxDeliver: 2, Concurrency: 1, KeyOf: func(m function.Message) string { return m.Consumer },
+			DrainTimeout: DrainTimeout, Logger: f.cfg.Logger, Meters: f.cfg.Meters,
 		},
 	}
 }
 
-// drainTimeout bounds how long a pass may go on after shutdown starts.
-const drainTimeout = time.Minute
+// DrainTimeout bounds how long a pass may go on after shutdown starts.
+const DrainTimeout = time.Minute
 
 // Run serves campaign commands and ticks until ctx is cancelled, then drains.
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {

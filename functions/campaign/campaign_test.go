@@ -1,10 +1,11 @@
-package campaign
+package campaign_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	fn "maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
 )
@@ -14,7 +15,7 @@ import (
 // start, success and failure and an SRE's clear, the burndown summing to the selection, and
 // created, progress and completed events with CloudEvents headers.
 func TestCampaign_FromCreateToCompleted(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, fn.Config{})
 	list := ids(300)
 	ref := s.upload(list)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)

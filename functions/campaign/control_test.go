@@ -1,4 +1,4 @@
-package campaign
+package campaign_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	fn "maintsignals/functions/campaign"
 	"maintsignals/infra/provision"
 	core "maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
@@ -16,7 +17,7 @@ import (
 // with another spec refused on spec; a list that is not stored, a command for a campaign that
 // does not exist, a command id applied before, sent again after the stream's duplicate window.
 func TestCampaign_CommandsOutcomes(t *testing.T) {
-	s := newStack(t, Config{}, testenv.WithProvision(func(c *provision.Config) { c.DuplicateWindow = time.Second }))
+	s := newStack(t, fn.Config{}, testenv.WithProvision(func(c *provision.Config) { c.DuplicateWindow = time.Second }))
 	list := ids(10)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	doc := spec("c3", s.upload(list), earliest, "336h", nil)
@@ -53,7 +54,7 @@ func TestCampaign_CommandsOutcomes(t *testing.T) {
 // pausing is the scene of the control tests: 160 entities whose windows come due 15 minutes
 // apart (slot by slot) from now, an hour's notice.
 func pausing(t *testing.T, id string) (*stack, []string) {
-	s := newStack(t, Config{MinNotice: time.Hour})
+	s := newStack(t, fn.Config{MinNotice: time.Hour})
 	list := ids(160)
 	earliest := s.now.Now().Truncate(time.Minute).Add(3 * time.Hour)
 	s.mustControl(core.Control{Campaign: id, Action: core.ActionCreate, Spec: ptr(spec(id, s.upload(list), earliest, "3h", nil))})
@@ -88,12 +89,16 @@ func TestCampaign_PauseWithdrawResume(t *testing.T) {
 	for i, id := range started {
 		s.send(domain.Command{ID: fmt.Sprintf("start-%d", i), ResourceID: id, Task: domain.TaskEverything})
 	}
-	s.f.hooks.beforePublish = func(string, int) error { // an SRE announces their own window as the withdrawals go out
-		s.f.hooks.beforePublish = nil
+	once := false
+	s.f.SetHooks(fn.Hooks{BeforePublish: func(string, int) error { // an SRE announces their own window as the withdrawals go out
+		if once {
+			return nil
+		}
+		once = true
 		w := domain.Window{Start: s.now.Now().Add(5 * time.Hour), End: s.now.Now().Add(6 * time.Hour)}
 		s.send(domain.Command{ID: "sre-own", ResourceID: taken, Task: domain.TaskPending, Window: &w})
 		return nil
-	}
+	}})
 	o := s.mustControl(core.Control{Campaign: "p1", Action: core.ActionPause, Withdraw: true})
 	if o.Status != core.StatusPaused || o.Generation != 2 {
 		t.Fatalf("pause: %+v", o)

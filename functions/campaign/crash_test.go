@@ -1,4 +1,4 @@
-package campaign
+package campaign_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	fn "maintsignals/functions/campaign"
 	"maintsignals/infra/provision"
 	core "maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
@@ -20,24 +21,24 @@ var errCrash = errors.New("crash")
 func TestCampaign_CrashAroundPublishing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		crash func(h *hooks, fail func(string, int) error)
+		crash func(fail func(string, int) error) fn.Hooks
 	}{
-		{"between publishing and writing", func(h *hooks, fail func(string, int) error) { h.afterPublish = fail }},
-		{"between deciding and publishing", func(h *hooks, fail func(string, int) error) { h.beforePublish = fail }},
+		{"between publishing and writing", func(fail func(string, int) error) fn.Hooks { return fn.Hooks{AfterPublish: fail} }},
+		{"between deciding and publishing", func(fail func(string, int) error) fn.Hooks { return fn.Hooks{BeforePublish: fail} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, Config{})
+			s := newStack(t, fn.Config{})
 			crashed := 0
-			tc.crash(&s.f.hooks, func(string, int) error {
+			s.f.SetHooks(tc.crash(func(string, int) error {
 				if crashed++; crashed == 1 {
 					return errCrash
 				}
 				return nil
-			})
+			}))
 			list := ids(120)
 			earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 			s.mustControl(core.Control{Campaign: "c1", Action: core.ActionCreate, Spec: ptr(spec("c1", s.upload(list), earliest, "336h", nil))})
-			testenv.Eventually(t, 10*time.Second, "the crash", func() bool { s.f.mu.Lock(); defer s.f.mu.Unlock(); return crashed > 0 })
+			testenv.Eventually(t, 10*time.Second, "the crash", func() (done bool) { s.f.Passing(func() { done = crashed > 0 }); return done })
 			s.tick()
 			got := s.waitApplied("c1", 1, len(list))
 			s.tick()
@@ -57,20 +58,20 @@ func TestCampaign_CrashAroundPublishing(t *testing.T) {
 // entity that holds its window (a function that crashed, and came back late): a duplicate,
 // the record untouched, a customer's reschedule included.
 func TestCampaign_AnnouncementAgainAfterTheDuplicateWindow(t *testing.T) {
-	s := newStack(t, Config{}, testenv.WithProvision(func(c *provision.Config) { c.DuplicateWindow = time.Second }))
+	s := newStack(t, fn.Config{}, testenv.WithProvision(func(c *provision.Config) { c.DuplicateWindow = time.Second }))
 	list := ids(3)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	s.mustControl(core.Control{Campaign: "c2", Action: core.ActionCreate, Spec: ptr(spec("c2", s.upload(list), earliest, "336h", nil))})
 	s.waitApplied("c2", 1, len(list))
 	before := s.get(list[0])
 	time.Sleep(1500 * time.Millisecond)
-	c, _, err := s.f.store.Campaign(context.Background(), "c2")
+	c, _, err := s.f.Store().Campaign(context.Background(), "c2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := domain.MustKey(list[0])
-	e, _, _ := s.f.store.Entity(context.Background(), "c2", key)
-	m, err := s.f.commandMsg(key, core.Announcement(c, key, e.Entity))
+	e, _, _ := s.f.Store().Entity(context.Background(), "c2", key)
+	m, err := s.f.CommandMsg(key, core.Announcement(c, key, e.Entity))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package campaign
+package campaign_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	fn "maintsignals/functions/campaign"
 	commandfn "maintsignals/functions/command"
 	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaignstore"
@@ -25,7 +26,7 @@ import (
 type stack struct {
 	t   *testing.T
 	env *testenv.Env
-	f   *Function
+	f   *fn.Function
 	cl  *client.Client
 	now *clock
 }
@@ -43,7 +44,7 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newStack(t *testing.T, cfg Config, opts ...testenv.Option) *stack {
+func newStack(t *testing.T, cfg fn.Config, opts ...testenv.Option) *stack {
 	t.Helper()
 	env := testenv.Start(t, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,12 +72,12 @@ func newStack(t *testing.T, cfg Config, opts ...testenv.Option) *stack {
 	if cfg.Now == nil {
 		cfg.Now = s.now.Now
 	}
-	if s.f, err = New(ctx, env.JS, cfg); err != nil {
+	if s.f, err = fn.New(ctx, env.JS, cfg); err != nil {
 		t.Fatal(err)
 	}
 	run(s.f.RuntimeConfigs()[0])
 	wg.Add(1)
-	go func() { defer wg.Done(); s.f.serveKicks(ctx) }()
+	go func() { defer wg.Done(); s.f.ServeKicks(ctx) }()
 	if s.cl, err = client.New(env.NC, nil); err != nil {
 		t.Fatal(err)
 	}

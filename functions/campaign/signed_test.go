@@ -1,4 +1,4 @@
-package campaign
+package campaign_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	fn "maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
@@ -19,17 +20,17 @@ import (
 // the campaign function signs its announcements with its own key, which the command function
 // lets announce and withdraw (role campaign) and nothing else.
 func TestCampaign_Signed(t *testing.T) {
-	admin, updater, fn := key(t), key(t), key(t)
+	admin, updater, own := key(t), key(t), key(t)
 	signers := []signing.Signer{
 		{Name: "alice", PublicKey: pub(t, admin), Roles: []signing.Role{signing.RoleAdmin}},
 		{Name: "robot", PublicKey: pub(t, updater), Roles: []signing.Role{signing.RoleUpdater}},
-		{Name: "campaigns", PublicKey: pub(t, fn), Roles: []signing.Role{signing.RoleCampaign}},
+		{Name: "campaigns", PublicKey: pub(t, own), Roles: []signing.Role{signing.RoleCampaign}},
 	}
 	policy, err := signing.NewPolicy(true, signers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStack(t, Config{Auth: policy, Signer: fn})
+	s := newStack(t, fn.Config{Auth: policy, Signer: own})
 	ctx := context.Background()
 	list := ids(20)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
@@ -46,7 +47,7 @@ func TestCampaign_Signed(t *testing.T) {
 			t.Errorf("announcement %s applied as %q, want the campaign function's signer", ev.CommandID, ev.Actor)
 		}
 	}
-	m, err := s.f.commandMsg(domain.MustKey(list[0]), core.Command{Command: domain.Command{ID: "forged-start", ResourceID: list[0], Task: domain.TaskEverything}})
+	m, err := s.f.CommandMsg(domain.MustKey(list[0]), core.Command{Command: domain.Command{ID: "forged-start", ResourceID: list[0], Task: domain.TaskEverything}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package campaign
+package campaign_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	fn "maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
 )
@@ -15,7 +16,7 @@ import (
 // campaign halts before the last wave is announced; resume is explicit, and the last wave
 // starts once the halted one is finished.
 func TestCampaign_WavesGateAndThreshold(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, fn.Config{})
 	list := ids(300)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	doc := spec("w1", s.upload(list), earliest, "336h", func(d *core.Document) {
@@ -113,7 +114,7 @@ func (s *stack) finish(ids []string) {
 // Retry of the failed entities: a new generation for them only, announced under new ids;
 // the other entities and their records untouched; the campaign completes again.
 func TestCampaign_RetryFailed(t *testing.T) {
-	s := newStack(t, Config{})
+	s := newStack(t, fn.Config{})
 	list := ids(50)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	s.mustControl(core.Control{Campaign: "r1", Action: core.ActionCreate, Spec: ptr(spec("r1", s.upload(list), earliest, "336h", nil))})

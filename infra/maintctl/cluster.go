@@ -76,35 +76,44 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 // connectUp opens up's own in-process connections to a server or a cluster (provider) and
 // makes the natsRun that closes them and then calls stopServers.
 func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider nats.InProcessConnProvider, sec *upSecurity, stopServers func()) (*natsRun, error) {
+	nr := &natsRun{urls: urls, roles: map[string]jetstream.JetStream{}}
 	var conns []*natsconn.Conn
-	closeAll := func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}
-	// Without users, one connection serves both, as the server has no permissions.
-	for _, c := range []struct {
-		name string
-		kp   nkeys.KeyPair
-		role natsconf.Role
-	}{{"maintctl-up", sec.operator, natsconf.RoleOperator}, {"maintctl-up-functions", sec.function, natsconf.RoleFunction}} {
-		if c.kp == nil && len(conns) == 1 {
-			break
-		}
-		conn, err := a.connectInProcess(ctx, inProcessURL, provider, c.name, c.kp, c.role)
+	connect := func(name string, kp nkeys.KeyPair, role natsconf.Role) (jetstream.JetStream, error) {
+		conn, err := a.connectInProcess(ctx, inProcessURL, provider, name, kp, role)
 		if err != nil {
-			closeAll()
+			for _, c := range conns {
+				c.Close()
+			}
 			stopServers()
 			return nil, err
 		}
 		conns = append(conns, conn)
+		return conn.JS, nil
 	}
-	return &natsRun{
-		urls:      urls,
-		provision: conns[0].JS,
-		functions: conns[len(conns)-1].JS,
-		stop:      sync.OnceFunc(func() { closeAll(); stopServers() }),
-	}, nil
+	var err error
+	if nr.provision, err = connect("maintctl-up", sec.operator, natsconf.RoleOperator); err != nil {
+		return nil, err
+	}
+	// Without users, one connection serves everything, as the server has no permissions; with
+	// them, the functions of each role run on a connection of that role.
+	nr.functions = nr.provision
+	for _, r := range functionRoles() {
+		if kp := sec.roles[r]; kp != nil {
+			if nr.roles[string(r)], err = connect("maintctl-up-"+string(r), kp, r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if js := nr.roles[string(natsconf.RoleFunction)]; js != nil {
+		nr.functions = js
+	}
+	nr.stop = sync.OnceFunc(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		stopServers()
+	})
+	return nr, nil
 }
 
 // natsRun is the NATS side of `up`: one embedded server or a local cluster.
@@ -113,5 +122,10 @@ type natsRun struct {
 	// provision and functions are the connections of provisioning and of the functions: one
 	// connection, or, on a server with users, one of the operator and one of the function role.
 	provision, functions jetstream.JetStream
-	stop                 func() // closes the connections and shuts the servers down (once)
+	// roles are the connections of the functions of each role, on a server with users.
+	roles map[string]jetstream.JetStream
+	stop  func() // closes the connections and shuts the servers down (once)
 }
+
+// of is the connection of the functions of role, nil when they share functions'.
+func (n *natsRun) of(role string) jetstream.JetStream { return n.roles[role] }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	natsconf "maintsignals/infra/nats"
+	"maintsignals/infra/registry"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 )
@@ -50,12 +52,28 @@ func refuseClientFlags(cmd *cobra.Command) error {
 	return nil
 }
 
-// Names of the users `up` adds for its own connections when --users is given. Their keys are
-// made at each start and kept in memory only.
+// Names of the users `up` adds for its own connections when --users is given, one for
+// provisioning and one per role the functions play (maintctl-up-<role>). Their keys are made
+// at each start and kept in memory only.
 const (
-	upOperatorUser = "maintctl-up-operator"
-	upFunctionUser = "maintctl-up-function"
+	upUserPrefix   = "maintctl-up-"
+	upOperatorUser = upUserPrefix + "operator"
+	upFunctionUser = upUserPrefix + "function"
 )
+
+// upRoleUser is the name of up's own user of a role.
+func upRoleUser(r natsconf.Role) string { return upUserPrefix + string(r) }
+
+// functionRoles are the roles the registry's functions play, each once, in order.
+func functionRoles() []natsconf.Role {
+	var out []natsconf.Role
+	for _, f := range registry.Functions() {
+		if r := natsconf.Role(f.Role); !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // upSecurity is what the security flags of `up` amount to; the zero value is no TLS and no
 // authentication.
@@ -65,9 +83,10 @@ type upSecurity struct {
 	// users are the users of --users; nkeys every user the server accepts, up's own included.
 	users []natsconf.User
 	nkeys []*server.NkeyUser
-	// operator provisions and function runs the functions: up's own throwaway keys, nil
-	// without --users.
-	operator, function nkeys.KeyPair
+	// operator provisions and roles run the functions, one key per role they play: up's own
+	// throwaway keys, nil without --users.
+	operator nkeys.KeyPair
+	roles    map[natsconf.Role]nkeys.KeyPair
 }
 
 func (s *upSecurity) enabled() bool { return s.tls != nil || s.nkeys != nil }
@@ -96,21 +115,22 @@ func (f securityFlags) load() (*upSecurity, error) {
 	}
 	sec.users = users
 	all := append([]natsconf.User(nil), users...)
-	for _, own := range []struct {
-		name string
-		role natsconf.Role
-		kp   *nkeys.KeyPair
-	}{{upOperatorUser, natsconf.RoleOperator, &sec.operator}, {upFunctionUser, natsconf.RoleFunction, &sec.function}} {
+	sec.roles = map[natsconf.Role]nkeys.KeyPair{}
+	for _, r := range append([]natsconf.Role{natsconf.RoleOperator}, functionRoles()...) {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
-			return nil, fmt.Errorf("create a key for %s: %w", own.name, err)
+			return nil, fmt.Errorf("create a key for %s: %w", upRoleUser(r), err)
 		}
 		pub, err := kp.PublicKey()
 		if err != nil {
-			return nil, fmt.Errorf("create a key for %s: %w", own.name, err)
+			return nil, fmt.Errorf("create a key for %s: %w", upRoleUser(r), err)
 		}
-		*own.kp = kp
-		all = append(all, natsconf.User{Name: own.name, Role: own.role, Nkey: pub})
+		if r == natsconf.RoleOperator {
+			sec.operator = kp
+		} else {
+			sec.roles[r] = kp
+		}
+		all = append(all, natsconf.User{Name: upRoleUser(r), Role: r, Nkey: pub})
 	}
 	if sec.nkeys, err = natsconf.NkeyUsers(all); err != nil {
 		return nil, fmt.Errorf("--users %s: %w", f.users, err)
@@ -143,7 +163,7 @@ func readUsers(path string) ([]natsconf.User, error) {
 	users := make([]natsconf.User, len(entries))
 	for i, e := range entries {
 		switch {
-		case e.Name == upOperatorUser || e.Name == upFunctionUser:
+		case strings.HasPrefix(e.Name, upUserPrefix):
 			return nil, fmt.Errorf("--users %s: the name %q is kept for up's own connections: use another", path, e.Name)
 		case strings.HasPrefix(e.Nkey, "S"):
 			return nil, fmt.Errorf("--users %s: user %q: nkey must be the public key (U…), never the seed: give the seed only to the user, and rotate this one", path, e.Name)
@@ -167,8 +187,12 @@ func (s *upSecurity) describe() []string {
 		for i, u := range s.users {
 			names[i] = fmt.Sprintf("%s (%s)", u.Name, u.Role)
 		}
-		out = append(out, fmt.Sprintf("users: %s; up's own connections use throwaway keys (%s, %s)",
-			strings.Join(names, ", "), upOperatorUser, upFunctionUser))
+		own := []string{upOperatorUser}
+		for _, r := range functionRoles() {
+			own = append(own, upRoleUser(r))
+		}
+		out = append(out, fmt.Sprintf("users: %s; up's own connections use throwaway keys (%s)",
+			strings.Join(names, ", "), strings.Join(own, ", ")))
 	}
 	return out
 }

@@ -181,7 +181,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
 
-	err = f.functions.Run(ctx, registry.Env{JS: nr.functions, Tel: tel, Log: a.log, Tick: f.tick, Up: true}, func(names []string) {
+	err = f.functions.Run(ctx, registry.Env{JS: nr.functions, JSOf: nr.of, Tel: tel, Log: a.log, Tick: f.tick, Up: true}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
 		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
 	})

@@ -42,12 +42,16 @@ const (
 	// notices, webhook): exactly what their entries say they do (functionsNeed), and it may
 	// NOT publish commands (a compromised function cannot forge an admin's command).
 	RoleFunction Role = "function"
+	// RoleCampaign runs the campaign function: what its entry says it does, which includes
+	// publishing commands (the campaigns' announcements and withdrawals, signed with its own
+	// key where signatures are required) but no record, outcome event, notice or dead letter.
+	RoleCampaign Role = "campaign"
 	// RoleReader reads records, outcome events and notices (dashboards, integrators), nothing
 	// else.
 	RoleReader Role = "reader"
 )
 
-var roles = []Role{RoleOperator, RoleAdmin, RoleUpdater, RoleFunction, RoleReader}
+var roles = []Role{RoleOperator, RoleAdmin, RoleUpdater, RoleFunction, RoleCampaign, RoleReader}
 
 // Roles lists every role.
 func Roles() []Role { return slices.Clone(roles) }
@@ -89,8 +93,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			// `maintctl dlq replay` deletes the dead letter it sent through again; a webhook
 			// delivery's goes back to its subscription through MAINT_WEBHOOK.
 			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream, domain.WebhookReplayPrefix + ">"},
+			campaignControl,
 		)
-		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
+		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">", domain.CampaignEventPrefix + ">"}
 	case RoleUpdater:
 		// Reads too: client.Send waits for the outcome event and reads the record.
 		pub = slices.Concat(
@@ -98,6 +103,8 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream),
 		)
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
+	case RoleCampaign:
+		// Only what the campaign function does (functionsNeed).
 	case RoleFunction:
 		// Only what its functions do (functionsNeed, below): write records and publish
 		// outcome events, notices and dead letters; it may NOT publish commands (a
@@ -139,6 +146,14 @@ func (r Role) MayPublish(subject string) bool {
 	}
 	return match(p.Publish.Allow) && !match(p.Publish.Deny)
 }
+
+// campaignControl is what `maintctl campaign` takes: store a list in the Object Store (its
+// chunks and its metadata), send campaign commands and read the campaigns, their entities and
+// their lists.
+var campaignControl = slices.Concat(
+	[]string{domain.CampaignCommandPrefix + "*", "$O." + domain.CampaignListsBucket + ".>"},
+	readStream(registry.CampaignsStream), readStream(registry.CampaignEntitiesStream), readStream(registry.CampaignListsStream),
+)
 
 // readStream is what reading stream s takes: stream info, a message get (the bucket's reads
 // go to the stream leader: provisioning turns direct gets off), direct gets (allowed for the

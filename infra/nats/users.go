@@ -88,6 +88,7 @@ func DefaultUsers() []User {
 		{Name: "updater", Role: RoleUpdater, Nkey: "$MAINT_UPDATER_NKEY"},
 		{Name: "command", Role: RoleFunction, Nkey: "$MAINT_COMMAND_NKEY"},
 		{Name: "emitter", Role: RoleFunction, Nkey: "$MAINT_EMITTER_NKEY"},
+		{Name: "campaign", Role: RoleCampaign, Nkey: "$MAINT_CAMPAIGN_NKEY"},
 		{Name: "reader", Role: RoleReader, Nkey: "$MAINT_READER_NKEY"},
 	}
 }

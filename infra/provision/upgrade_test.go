@@ -65,8 +65,8 @@ func TestRun_SingleTickConsumersGiveWayToShards(t *testing.T) {
 	if err != nil {
 		t.Fatalf("provision: %v\n%v", err, rep)
 	}
-	if got := consumerNames(t, env.JS); !slices.Equal(got, []string{"emitter-s0", "emitter-s1", "notices-s0", "notices-s1"}) {
-		t.Errorf("schedule consumers after provisioning: %v, want the shard consumers only", got)
+	if got := consumerNames(t, env.JS); !slices.Equal(got, []string{"campaign", "emitter-s0", "emitter-s1", "notices-s0", "notices-s1"}) {
+		t.Errorf("schedule consumers after provisioning: %v, want the shard consumers and the campaign function's only", got)
 	}
 	deleted := 0
 	for _, ch := range rep {
@@ -84,7 +84,7 @@ func TestRun_SingleTickConsumersGiveWayToShards(t *testing.T) {
 	if rep, err := provision.Run(ctx, env.JS, cfg); err != nil {
 		t.Fatalf("provision: %v\n%v", err, rep)
 	}
-	if got := consumerNames(t, env.JS); !slices.Equal(got, []string{"emitter-s0", "notices-s0"}) {
+	if got := consumerNames(t, env.JS); !slices.Equal(got, []string{"campaign", "emitter-s0", "notices-s0"}) {
 		t.Errorf("schedule consumers with one shard: %v", got)
 	}
 	c, err := env.JS.Consumer(ctx, domain.ScheduleStream, domain.EmitterShardConsumer(0))

@@ -72,45 +72,66 @@ func commandConsumers(t Topology) []Consumer {
 }
 
 func commandFlags(fs *pflag.FlagSet) Instance {
-	var (
-		cfg               command.Config
-		signers           string
-		requireSignatures bool
-	)
-	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
-	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
-	fs.BoolVar(&requireSignatures, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
-	fs.DurationVar(&cfg.MaxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	var cfg command.Config
+	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, minNoticeUsage)
+	authority := signerFlags(fs, &cfg.MaxCommandAge)
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
-	// authority loads the signing policy (nil: none) and follows the signers file until ctx
-	// ends, so that keys rotate without a restart.
-	authority := func(ctx context.Context, log *slog.Logger) (command.Authority, error) {
-		switch {
-		case signers == "" && requireSignatures:
-			return nil, errors.New("--require-signatures needs --signers FILE")
-		case signers == "":
-			return nil, nil
-		}
-		return signing.Watch(ctx, signers, requireSignatures, signing.DefaultWatchEvery, log)
-	}
 	return Instance{
-		Check: func(ctx context.Context, log *slog.Logger) error {
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			_, err := authority(ctx, log)
-			return err
-		},
+		Check: authority.check,
 		Run: func(ctx context.Context, env Env) error {
-			auth, err := authority(ctx, env.Log)
+			auth, err := authority.load(ctx, env.Log)
 			if err != nil {
 				return err
 			}
 			c := cfg
-			c.Log, c.Meters, c.Auth = env.Log, env.Tel.MeterProvider(), auth
+			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+			if auth != nil {
+				c.Auth = auth
+			}
 			return command.Run(ctx, env.JS, c)
 		},
 	}
+}
+
+// minNoticeUsage is --min-notice, which the command function enforces and the campaign
+// function plans with: `up` gives both the one value.
+const minNoticeUsage = "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)"
+
+// authority is the signing policy of --signers and --require-signatures.
+type authority struct {
+	signers  *string
+	required *bool
+}
+
+// signerFlags adds the flags of who may sign commands, which the command function and the
+// campaign function share, and --max-command-age into maxAge.
+func signerFlags(fs *pflag.FlagSet, maxAge *time.Duration) authority {
+	a := authority{signers: new(string), required: new(bool)}
+	fs.StringVar(a.signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater, campaign); read again when it changes`)
+	fs.BoolVar(a.required, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
+	fs.DurationVar(maxAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	return a
+}
+
+// load reads the signing policy (nil: none) and follows the signers file until ctx ends, so
+// that keys rotate without a restart.
+func (a authority) load(ctx context.Context, log *slog.Logger) (*signing.Watched, error) {
+	switch {
+	case *a.signers == "" && *a.required:
+		return nil, errors.New("--require-signatures needs --signers FILE")
+	case *a.signers == "":
+		return nil, nil
+	}
+	return signing.Watch(ctx, *a.signers, *a.required, signing.DefaultWatchEvery, log)
+}
+
+// check validates the flags before anything runs.
+func (a authority) check(ctx context.Context, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, err := a.load(ctx, log)
+	return err
 }
 
 func emitterFunction() Function {

@@ -128,9 +128,12 @@ type Instance struct {
 
 // Env is what a function gets from the process that runs it.
 type Env struct {
-	JS  jetstream.JetStream
-	Tel *telemetry.Telemetry
-	Log *slog.Logger
+	JS jetstream.JetStream
+	// JSOf, when set, is the connection of the functions of a role, where it is not JS (a
+	// server with users gives each role its own; nil: JS).
+	JSOf func(role string) jetstream.JetStream
+	Tel  *telemetry.Telemetry
+	Log  *slog.Logger
 	// Tick is the schedule interval, when known; 0 otherwise.
 	Tick time.Duration
 	// Up: run by `maintctl up`, with every other function, rather than alone.
@@ -140,7 +143,7 @@ type Env struct {
 // Functions lists every function, in the order `maintctl up` starts them. Each call returns
 // new values.
 func Functions() []Function {
-	return []Function{commandFunction(), emitterFunction(), noticesFunction(), webhookFunction()}
+	return []Function{commandFunction(), emitterFunction(), noticesFunction(), webhookFunction(), campaignFunction()}
 }
 
 // Lookup returns the function called name.

@@ -114,7 +114,7 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := b.Instances[i].Run(ctx, env)
+			err := b.Instances[i].Run(ctx, env.of(f.Role))
 			switch {
 			case err == nil && ctx.Err() == nil:
 				err = ErrStopped
@@ -137,6 +137,16 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 	log.Info("stopping: draining functions")
 	wg.Wait()
 	return first
+}
+
+// of is env for the functions of role: its connection is that role's, when JSOf has one.
+func (e Env) of(role string) Env {
+	if e.JSOf != nil {
+		if js := e.JSOf(role); js != nil {
+			e.JS = js
+		}
+	}
+	return e
 }
 
 // logger is env's logger, or the default one.

@@ -27,6 +27,8 @@ import (
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
 	"maintsignals/infra/registry"
+	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
@@ -272,7 +274,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		var delivered uint64
 		for _, c := range provision.Consumers(cfg) {
 			f, _ := registry.Of(c.Stream, c.Durable)
-			if f.Tick {
+			if c.Stream == domain.ScheduleStream { // a tick consumer (the campaign function serves commands too)
 				// A tick function acknowledges each tick after its run: at least one by now.
 				for consumerInfo(t, op, c.Stream, c.Durable).AckFloor.Consumer == 0 {
 					select {
@@ -330,6 +332,10 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		}
 	})
 
+	t.Run("the admin creates a campaign that the campaign function announces", func(t *testing.T) {
+		checkCampaign(t, admin)
+	})
+
 	t.Run("the allowed paths hit no permission violation", func(t *testing.T) {
 		for _, pt := range p {
 			if strings.Contains(pt.Log.String(), "permission violation") {
@@ -362,18 +368,19 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			return pt.Guard(ctx, "$JS.API.>", func(ctx context.Context) error { return fn(ctx, pt.JS) })
 		}
 	}
-	notOperator := []string{"admin", "updater", "command", "emitter", "reader"}
+	notOperator := []string{"admin", "updater", "command", "emitter", "campaign", "reader"}
 	denied := []struct {
 		action string
 		by     []string
 		do     func(context.Context, *Party) error
 	}{
 		{"publish a command", []string{"command", "emitter", "reader"}, publish(domain.CommandSubject(key))},
-		{"publish an outcome event", []string{"admin", "updater", "reader"}, publish(domain.EventSubject(key))},
-		{"publish a dead letter", []string{"admin", "updater", "reader"}, publish(domain.DLQSubject(key))},
-		{"publish a notice", []string{"admin", "updater", "reader"}, publish(domain.NoticeSubject(key))},
+		{"send a campaign command", []string{"updater", "command", "emitter", "campaign", "reader"}, publish(domain.CampaignCommandSubject("roles"))},
+		{"publish an outcome event", []string{"admin", "updater", "campaign", "reader"}, publish(domain.EventSubject(key))},
+		{"publish a dead letter", []string{"admin", "updater", "campaign", "reader"}, publish(domain.DLQSubject(key))},
+		{"publish a notice", []string{"admin", "updater", "campaign", "reader"}, publish(domain.NoticeSubject(key))},
 		{"delete a notice", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.NoticesStream)},
-		{"write a record", []string{"admin", "updater", "reader"}, func(ctx context.Context, pt *Party) error {
+		{"write a record", []string{"admin", "updater", "campaign", "reader"}, func(ctx context.Context, pt *Party) error {
 			return pt.Guard(ctx, natsconf.KVSubjects, func(ctx context.Context) error {
 				kv, err := pt.JS.KeyValue(ctx, domain.Bucket)
 				if err != nil {
@@ -383,7 +390,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 				return err
 			})
 		}},
-		{"read dead letters", []string{"updater", "command", "emitter", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+		{"read dead letters", []string{"updater", "command", "emitter", "campaign", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := dlq.List(ctx, js)
 			return err
 		})},
@@ -410,7 +417,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		{"purge the events stream", notOperator, request("$JS.API.STREAM.PURGE." + domain.EventsStream)},
 		{"purge the bucket", notOperator, request("$JS.API.STREAM.PURGE.KV_" + domain.Bucket)},
 		{"delete an event", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.EventsStream)},
-		{"delete a dead letter", []string{"updater", "command", "emitter", "reader"}, request("$JS.API.STREAM.MSG.DELETE." + domain.DLQStream)},
+		{"delete a dead letter", []string{"updater", "command", "emitter", "campaign", "reader"}, request("$JS.API.STREAM.MSG.DELETE." + domain.DLQStream)},
 		{"delete the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteStream(ctx, domain.CommandsStream)
 		})},
@@ -428,7 +435,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			_, err := js.OrderedConsumer(ctx, domain.WebhookStream, jetstream.OrderedConsumerConfig{})
 			return err
 		})},
-		{"send a webhook delivery again", []string{"updater", "command", "emitter", "reader"}, publish(domain.WebhookReplaySubject("roles", key))},
+		{"send a webhook delivery again", []string{"updater", "command", "emitter", "campaign", "reader"}, publish(domain.WebhookReplaySubject("roles", key))},
 		{"create a consumer on the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.CreateConsumer(ctx, domain.CommandsStream, jetstream.ConsumerConfig{Durable: "thief", AckPolicy: jetstream.AckExplicitPolicy})
 			return err
@@ -495,6 +502,44 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			t.Errorf("delete: %v", err)
 		}
 	})
+}
+
+// checkCampaign: the admin stores a list of one entity and creates a campaign over it, whose
+// window the campaign function announces at once (the lead covers it), as its own user.
+func checkCampaign(t *testing.T, admin *Party) {
+	ctx := testenv.Context(t, 30*time.Second)
+	id := ResourceID + "-campaign"
+	data := []byte(id + "\n")
+	l, err := campaign.ParseList(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := campaignstore.PutList(ctx, admin.JS, l, data); err != nil {
+		t.Fatalf("store the list: %v", err)
+	}
+	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
+	ref := l.Ref(l.SHA256)
+	doc := campaign.Document{ID: "roles", Task: domain.TaskEverything, Selection: campaign.SelectionDocument{List: &ref},
+		Window: campaign.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
+		Spread: campaign.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 10, MaxPerSlotPerSubscription: 10}, AnnounceLead: "336h"}
+	c := newClient(t, admin)
+	if _, err := c.SendCampaign(ctx, campaign.Control{ID: "roles-create", Campaign: "roles", Action: campaign.ActionCreate, Spec: &doc}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	for {
+		e, err := c.Get(ctx, id)
+		if err == nil && e.Record.State == domain.StatePending && e.Record.Campaign != nil && e.Record.Campaign.ID == "roles" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the campaign's window was not announced: %+v, %v", e, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if got, err := c.Campaign(ctx, "roles"); err != nil || got.Status != campaign.StatusActive {
+		t.Errorf("campaign: %+v, %v", got, err)
+	}
 }
 
 // runFunctions runs every function of the registry until the test ends, each as the party
