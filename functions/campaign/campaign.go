@@ -142,7 +142,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		}()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); f.serveKicks(ctx) }()
+	go func() { defer wg.Done(); f.ServeKicks(ctx) }()
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -165,26 +165,30 @@ func newCampaignBar(w io.Writer) *campaignBar { return &campaignBar{w: w} }
 
 func (b *campaignBar) show(c *campaign.Campaign) error {
 	r := campaign.NewReport(c, c.Tally)
-	if b.bar == nil {
-		b.bar = progressbar.NewOptions(max(r.Entities, 1),
-			progressbar.OptionSetWriter(b.w), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
-			progressbar.OptionSetPredictTime(false), progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionFullWidth())
-	}
-	b.bar.ChangeMax(max(r.Entities, 1))
 	var open campaign.Counts
 	for _, p := range campaign.Phases {
 		if !p.Done() {
 			open.Add(p, r.Phases.Of(p))
 		}
 	}
-	b.bar.Describe(fmt.Sprintf("%s %s: %s", r.ID, r.Status, phaseLine(open)))
+	desc := fmt.Sprintf("%s %s: %s", r.ID, r.Status, phaseLine(open))
+	if b.bar == nil {
+		// The first frame carries the description already (a blank state is drawn at once).
+		b.bar = progressbar.NewOptions(max(r.Entities, 1),
+			progressbar.OptionSetWriter(b.w), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
+			progressbar.OptionSetPredictTime(false), progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionFullWidth(), progressbar.OptionSetDescription(desc))
+	}
+	b.bar.ChangeMax(max(r.Entities, 1))
+	b.bar.Describe(desc)
 	return b.bar.Set(r.Done)
 }
 
+// close leaves the last frame as drawn: a campaign that completed with failures is not all
+// done, and the bar must not say so.
 func (b *campaignBar) close() {
 	if b.bar != nil {
-		_ = b.bar.Finish()
+		_ = b.bar.Exit()
 		fmt.Fprintln(b.w)
 	}
 }
