@@ -20,6 +20,76 @@ import (
 	"maintsignals/test/testenv"
 )
 
+// watchScenario runs `campaign status --watch t1` with its stderr on stderr while a campaign
+// of 12 entities, all announced, has its updates started one after the other, a third of them
+// failing; it returns the watch's stdout once the watch ended by itself.
+func watchScenario(t *testing.T, stderr io.Writer) string {
+	t.Helper()
+	s := startStack(t, stackOpts{})
+	startCampaignsTicking(t, s, 200*time.Millisecond)
+	c := newCLI(t, s)
+	list, ids := writeList(t, 12)
+	earliest := time.Now().UTC().Truncate(time.Hour).Add(4 * time.Hour).Format(time.RFC3339)
+	c.ok("campaign", "create", "t1", "--list", list, "--earliest", earliest, "--deadline", "+100h",
+		"--across", "4h", "--slot", "15m", "--max-per-slot", "5", "--max-per-subscription", "2", "--announce-lead", "336h")
+	testenv.Eventually(t, 30*time.Second, "every entity announced", func() bool {
+		return strings.Count(c.ok("campaign", "entities", "t1", "--phase", "announced"), "announced") == len(ids)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout testenv.SyncBuffer
+	watched := make(chan error, 1)
+	go func() {
+		watched <- run(ctx, []string{"campaign", "status", "t1", "--watch"}, c.getenv, &stdout, stderr)
+	}()
+	time.Sleep(500 * time.Millisecond) // the first frame: nothing done
+	for i, id := range ids {
+		c.ok("start", id)
+		if i%3 == 0 {
+			c.ok("failed", "--error", "drain timed out", id)
+		} else {
+			c.ok("succeeded", id)
+		}
+		time.Sleep(150 * time.Millisecond) // a pass between some of them: the bar moves
+	}
+	select {
+	case err := <-watched:
+		if err != nil {
+			t.Fatalf("watch: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watch did not end when the campaign completed")
+	}
+	return stdout.String()
+}
+
+// Not on a terminal, the watch prints one line per change, never the same line twice in a
+// row however often the campaign is written, the last one the campaign completed, then the
+// final status.
+func TestCampaignCLI_WatchIntoAPipe(t *testing.T) {
+	var stderr testenv.SyncBuffer
+	out := watchScenario(t, &stderr)
+	lines := strings.Split(strings.TrimSpace(strings.SplitN(out, "\n\n", 2)[0]), "\n")
+	prev := ""
+	for _, l := range lines {
+		_, text, _ := strings.Cut(l, " ") // after the time
+		if text == prev {
+			t.Errorf("the same line twice in a row: %q", text)
+		}
+		prev = text
+	}
+	if len(lines) < 4 || !strings.HasPrefix(lines[0], time.Now().UTC().Format("2006-01-02T")) {
+		t.Errorf("%d lines, want one per change with its time:\n%s", len(lines), out)
+	}
+	if prev != "t1 completed: 8/12 done, 12 finished; succeeded=8 failed=4" {
+		t.Errorf("last line %q", prev)
+	}
+	mustContain(t, "the final status", out, "t1: completed")
+	if stderr.String() != "" {
+		t.Errorf("a bar on stderr without a terminal: %q", stderr.String())
+	}
+}
+
 // startCampaignsTicking runs the campaign function in the test process with a pass every
 // `every` (the stack's own tick is a minute): its commands' consumer, its passes after them,
 // and a tick of its own.
@@ -93,43 +163,8 @@ func (term *terminal) shown() string {
 // printing the final status on stdout. A third of the updates fail: the last frame says 8 of
 // 12 done, not 100 %.
 func TestCampaignCLI_WatchOnATerminal(t *testing.T) {
-	s := startStack(t, stackOpts{})
-	startCampaignsTicking(t, s, 200*time.Millisecond)
-	c := newCLI(t, s)
-	list, ids := writeList(t, 12)
-	earliest := time.Now().UTC().Truncate(time.Hour).Add(4 * time.Hour).Format(time.RFC3339)
-	c.ok("campaign", "create", "t1", "--list", list, "--earliest", earliest, "--deadline", "+100h",
-		"--across", "4h", "--slot", "15m", "--max-per-slot", "5", "--max-per-subscription", "2", "--announce-lead", "336h")
-	testenv.Eventually(t, 30*time.Second, "every entity announced", func() bool {
-		return strings.Count(c.ok("campaign", "entities", "t1", "--phase", "announced"), "announced") == len(ids)
-	})
-
 	term := openTerminal(t, 100)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var stdout testenv.SyncBuffer
-	watched := make(chan error, 1)
-	go func() {
-		watched <- run(ctx, []string{"campaign", "status", "t1", "--watch"}, c.getenv, &stdout, term.tty)
-	}()
-	time.Sleep(500 * time.Millisecond) // the first frame: nothing done
-	for i, id := range ids {
-		c.ok("start", id)
-		if i%3 == 0 {
-			c.ok("failed", "--error", "drain timed out", id)
-		} else {
-			c.ok("succeeded", id)
-		}
-		time.Sleep(150 * time.Millisecond) // a pass between some of them: the bar moves
-	}
-	select {
-	case err := <-watched:
-		if err != nil {
-			t.Fatalf("watch: %v", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("the watch did not end when the campaign completed")
-	}
+	stdout := watchScenario(t, term.tty)
 	drawn := term.shown()
 
 	// The bar is redrawn in place (carriage returns, no new line per frame) with the count of
@@ -160,5 +195,5 @@ func TestCampaignCLI_WatchOnATerminal(t *testing.T) {
 	if strings.Contains(drawn, "generation") {
 		t.Errorf("the status went to the terminal's stderr:\n%q", drawn)
 	}
-	mustContain(t, "the final status", stdout.String(), "t1: completed", "12: 8 done (66%), 12 finished", "failed       4")
+	mustContain(t, "the final status", stdout, "t1: completed", "12: 8 done (66%), 12 finished", "failed       4")
 }
