@@ -1,4 +1,4 @@
-// Package campaign is the campaign function (README, Fleet campaigns): it applies campaign
+// Package campaign is the campaign function (infra/docs/campaigns.md): it applies campaign
 // commands (create, pause, resume, cancel, retry, approve), plans a created campaign's
 // entities, and on every tick, and at once after a command, makes a pass over each campaign:
 // it observes the outcome events of its entities' commands, steps every entity (announcing
