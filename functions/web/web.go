@@ -59,7 +59,7 @@ type View struct {
 	// decode reads the summary of a record (the fields the index keeps).
 	decode func([]byte) (domain.Record, error)
 
-	streams   atomic.Int64 // live pages being served
+	streams atomic.Int64 // live pages being served
 
 	mu sync.Mutex
 	st *store.Store // the bucket of records, once found
