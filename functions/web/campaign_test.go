@@ -134,7 +134,7 @@ func TestCampaignPages_StatusPhasesWavesAndBurndown(t *testing.T) {
 		t.Errorf("burndown: %+v", b)
 	}
 	code, html := get(t, s.url+"/campaigns/"+c.ID, "text/html")
-	if code != http.StatusOK || !contains(html, `data-phase="succeeded">1<`, `<polyline class="line" points="0.0,0.0 600.0,50.0">`) {
+	if code != http.StatusOK || !contains(html, `data-phase="succeeded">1<`, `<polyline class="line" points="0.0,0.0 600.0,0.0 600.0,50.0">`) {
 		t.Errorf("campaign page HTML: %d\n%s", code, html)
 	}
 	var e struct{ Status int }

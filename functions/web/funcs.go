@@ -142,45 +142,25 @@ func fleetURL(f Filter, kv ...string) string {
 }
 
 // burndownPoints draws the remaining entities over time as the points of an SVG polyline in
-// a w×h box.
+// a w×h box, in steps: a count holds until the next.
 func burndownPoints(ps []BurndownPoint, total, w, h int) string {
 	if len(ps) == 0 || total <= 0 {
 		return ""
 	}
-	t0, t1 := ps[0].At, ps[len(ps)-1].At
-	span := t1.Sub(t0)
-	var b strings.Builder
-	for i, p := range ps {
-		x := 0.0
-		if span > 0 {
-			x = float64(p.At.Sub(t0)) / float64(span) * float64(w)
-		} else if i > 0 {
-			x = float64(w)
+	t0, span := ps[0].At, ps[len(ps)-1].At.Sub(ps[0].At)
+	x := func(i int) float64 {
+		if span <= 0 {
+			return float64(w) * float64(i) / float64(max(len(ps)-1, 1))
 		}
-		y := float64(h) - float64(p.Remaining)/float64(total)*float64(h)
-		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+		return float64(ps[i].At.Sub(t0)) / float64(span) * float64(w)
+	}
+	y := func(i int) float64 { return float64(h) - float64(ps[i].Remaining)/float64(total)*float64(h) }
+	var b strings.Builder
+	for i := range ps {
+		if i > 0 {
+			fmt.Fprintf(&b, " %.1f,%.1f", x(i), y(i-1))
+		}
+		fmt.Fprintf(&b, " %.1f,%.1f", x(i), y(i))
 	}
 	return strings.TrimSpace(b.String())
-}
-
-// hours is a window's times of day, UTC ("02:00–06:00", with the end's date when it is
-// another day).
-func hours(w *domain.Window) string {
-	if w == nil {
-		return ""
-	}
-	s, e := w.Start.UTC(), w.End.UTC()
-	end := e.Format("15:04")
-	if e.Truncate(24*time.Hour) != s.Truncate(24*time.Hour) {
-		end = e.Format("Jan 2 15:04")
-	}
-	return s.Format("15:04") + "–" + end
-}
-
-func reversed[T any](in []T) []T {
-	out := make([]T, len(in))
-	for i, v := range in {
-		out[len(in)-1-i] = v
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -144,10 +145,17 @@ func (s *stack) fleet(t testing.TB, query string) web.FleetPage {
 	return p
 }
 
-// events reads a page's server-sent events and sends the name of each on the channel.
+// events reads a page's server-sent events as its script does, from the count of changes a
+// page rendered now carries (the fleet page's), and sends the name of each on the channel.
 func events(t testing.TB, ctx context.Context, url string) <-chan string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	root, _, _ := strings.Cut(strings.TrimPrefix(url, "http://"), "/")
+	_, page := get(t, "http://"+root+"/", "text/html")
+	m := regexp.MustCompile(`data-seq="(\d+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("the fleet page is not live")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"?since="+string(m[1]), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,6 +34,10 @@ type topic struct {
 type hub struct {
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
+	// seq counts the changes published: a page carries the count it was rendered at, and
+	// its stream starts with a change when there were more since (none is lost between
+	// the page and its stream).
+	seq atomic.Uint64
 }
 
 type subscriber struct {
@@ -66,6 +72,7 @@ func (h *hub) subscribe(want topic) (*subscriber, func()) {
 }
 
 func (h *hub) publish(t topic) {
+	h.seq.Add(1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
@@ -77,6 +84,7 @@ func (h *hub) publish(t topic) {
 
 // publishKeys publishes a topic of kind for each of keys.
 func (h *hub) publishKeys(kind topicKind, keys []string) {
+	h.seq.Add(1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var set map[string]bool
@@ -111,6 +119,9 @@ func (v *View) stream(w http.ResponseWriter, r *http.Request, want topic, extra 
 	rc := http.NewResponseController(w)
 	sub, cancel := v.live.subscribe(want)
 	defer cancel()
+	if since, err := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64); err != nil || v.live.seq.Load() > since {
+		sub.notify() // changed since the page was rendered (or it does not say when that was)
+	}
 	ctx, stop := context.WithCancel(r.Context())
 	defer stop()
 	if extra != nil {

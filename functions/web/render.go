@@ -49,6 +49,7 @@ type layout struct {
 	Nav   string // "fleet" or "campaigns": the current section
 	Live  bool   // the page follows its changes
 	At    time.Time
+	Seq   uint64 // the changes published when the page was rendered
 	Body  any
 }
 
@@ -87,7 +88,7 @@ func negotiate(r *http.Request) format {
 
 // html renders page name with body.
 func (v *View) html(w http.ResponseWriter, status int, name string, l layout) {
-	l.At = v.cfg.Now().UTC()
+	l.At, l.Seq = v.cfg.Now().UTC(), v.live.seq.Load()
 	var b bytes.Buffer
 	if err := v.pages.sets[name].ExecuteTemplate(&b, "layout.html", l); err != nil {
 		v.log.Error("render page", "page", name, "error", err)

@@ -23,6 +23,7 @@
         var field = focused && document.getElementById(focused);
         var value = field && "value" in field ? field.value : null;
         main.innerHTML = next.innerHTML;
+        main.dataset.seq = next.dataset.seq;
         var time = doc.querySelector("footer time");
         var mine = document.querySelector("footer time");
         if (time && mine) { mine.replaceWith(time); }
@@ -40,7 +41,10 @@
       });
   }
 
-  var source = new EventSource(location.href);
+  // The stream starts with a change if anything changed since this page was rendered.
+  var url = new URL(location.href);
+  url.searchParams.set("since", main.dataset.seq || "0");
+  var source = new EventSource(url.toString());
   source.addEventListener("open", function () { say(" · live"); });
   source.addEventListener("change", refresh);
   source.addEventListener("error", function () { say(" · reconnecting"); });
