@@ -194,7 +194,7 @@ func quoted(s string) string {
 func TestBrowser_FleetLiveTimelineAndEntityPage(t *testing.T) {
 	b := newBrowser(t)
 	s := startStack(t, web.Config{})
-	windowStart := time.Now().UTC().Truncate(24*time.Hour).Add(3*24*time.Hour + 2*time.Hour)
+	windowStart := time.Now().UTC().Truncate(24 * time.Hour).Add(3*24*time.Hour + 2*time.Hour)
 	announced := rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0001", "cluster-announced")
 	for i := range 12 {
 		s.send(t, rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0002", fmt.Sprintf("cluster-%02d", i)), []domain.Task{domain.TaskPending, domain.TaskEverything, domain.TaskCustomerActionNeeded, domain.TaskNone}[i%4], nil)

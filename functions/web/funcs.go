@@ -164,3 +164,25 @@ func burndownPoints(ps []BurndownPoint, total, w, h int) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// hours is a window's times of day, UTC ("02:00–06:00", with the end's date when it is
+// another day).
+func hours(w *domain.Window) string {
+	if w == nil {
+		return ""
+	}
+	s, e := w.Start.UTC(), w.End.UTC()
+	end := e.Format("15:04")
+	if e.Truncate(24*time.Hour) != s.Truncate(24*time.Hour) {
+		end = e.Format("Jan 2 15:04")
+	}
+	return s.Format("15:04") + "–" + end
+}
+
+func reversed[T any](in []T) []T {
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[len(in)-1-i] = v
+	}
+	return out
+}
