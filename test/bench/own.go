@@ -40,6 +40,8 @@ func runChild() bool {
 		err = serveChild()
 	case "emitter":
 		err = emitterChild()
+	case "web":
+		err = webChild()
 	default:
 		err = fmt.Errorf("unknown %s %q", childRole, os.Getenv(childRole))
 	}
