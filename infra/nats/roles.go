@@ -42,8 +42,8 @@ const (
 	// and may NOT publish
 	// commands (a compromised function cannot forge an admin's command).
 	RoleFunction Role = "function"
-	// RoleReader reads records, outcome events and notices (dashboards, integrators), nothing
-	// else.
+	// RoleReader reads records, outcome events and notices (dashboards, integrators, the web
+	// view), the policies and the campaigns' state, nothing else.
 	RoleReader Role = "reader"
 )
 
@@ -121,7 +121,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 			webhookFunction(),
 		)
 	case RoleReader:
-		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
+		// The web view reads, besides: the policies in force and the campaigns' state.
+		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream),
+			readStream("KV_"+domain.PoliciesBucket), readStream("KV_"+domain.CampaignsBucket), readStream("KV_"+domain.CampaignEntitiesBucket))
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
