@@ -64,6 +64,16 @@ func axeScript(t *testing.T) string {
 	return string(b)
 }
 
+func TestAxeVersion_IsTheOneCIInstalls(t *testing.T) {
+	b, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nAXE_VERSION="+axeVersion+"\n") {
+		t.Errorf(".ci/run installs another axe-core than %s", axeVersion)
+	}
+}
+
 func artifacts(t *testing.T) string {
 	t.Helper()
 	dir := t.ArtifactDir()
