@@ -210,11 +210,17 @@ func TestBrowser_FleetLiveTimelineAndEntityPage(t *testing.T) {
 		s.send(t, rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0002", fmt.Sprintf("cluster-%02d", i)), []domain.Task{domain.TaskPending, domain.TaskEverything, domain.TaskCustomerActionNeeded, domain.TaskNone}[i%4], nil)
 	}
 	s.send(t, announced, domain.TaskPending, withWindow(windowStart, 4*time.Hour))
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for i, d := range []int{1, 1, 6, 9, 12} {
+		s.send(t, rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0003", fmt.Sprintf("cluster-w%d", i)), domain.TaskPending,
+			withWindow(today.Add(time.Duration(d)*24*time.Hour+time.Duration(22+i%2)*time.Hour), 4*time.Hour))
+	}
+	s.send(t, rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0003", "cluster-late"), domain.TaskPending, withWindow(today.Add(-30*time.Hour), 4*time.Hour))
 
 	b.do(chromedp.Navigate(s.url + "/"))
 	b.waitFor("the fleet page", `document.querySelector("#counts") !== null`, 5*time.Second)
-	if n := eval[string](b, `document.querySelector('[data-count="all"]').textContent`); n != "13" {
-		t.Fatalf("the fleet page counts %s entities, want 13", n)
+	if n := eval[string](b, `document.querySelector('[data-count="all"]').textContent`); n != "19" {
+		t.Fatalf("the fleet page counts %s entities, want 19", n)
 	}
 	// The announced window on its day of the time line, named and linked.
 	day := windowStart.Format(time.DateOnly)
@@ -224,6 +230,9 @@ func TestBrowser_FleetLiveTimelineAndEntityPage(t *testing.T) {
 	}
 	if href := eval[string](b, cell+`.querySelector("a").getAttribute("href")`); href != "/entities/"+domain.MustKey(announced) {
 		t.Errorf("the window of %s links to %q", day, href)
+	}
+	if n := eval[string](b, `document.querySelector('[data-count="overdue"]').textContent`); n != "1" {
+		t.Errorf("the fleet page counts %s overdue, want 1", n)
 	}
 	b.accessible("fleet page")
 	b.screenshot("fleet")
