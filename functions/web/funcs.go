@@ -35,6 +35,7 @@ func (v *View) funcs() template.FuncMap {
 		"minus":          func(a, b int) int { return a - b },
 		"filterState":    func(s domain.State) Filter { return Filter{State: s} },
 		"hours":          hours,
+		"hhmm":           func(t time.Time) string { return t.UTC().Format("15:04") },
 		"deref":          func(b *bool) bool { return b != nil && *b },
 		"reverseEvents":  reversed[domain.Event],
 		"reverseNotices": reversed[domain.Notice],
