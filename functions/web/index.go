@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/btree"
+	"github.com/tidwall/btree"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
@@ -52,8 +52,11 @@ func lessTimed(a, b timed) bool {
 
 func lessEntry(a, b *entry) bool { return a.key < b.key }
 
-// degree of the B-trees: wide nodes, few levels, little overhead per entity.
-const degree = 32
+// tree is a B-tree without locks of its own (the index has one), with counts in its nodes:
+// the position of a key, and so the number of keys in a range, is found without walking it.
+func tree[T any](less func(a, b T) bool) *btree.BTreeG[T] {
+	return btree.NewBTreeGOptions(less, btree.Options{Degree: 32, NoLocks: true})
+}
 
 // index is the fleet as a replica sees it. Its methods are safe for concurrent use.
 type index struct {
@@ -79,14 +82,14 @@ func newIndex(stuckAfter time.Duration) *index {
 
 // clear empties the fleet (the policies stay: they are followed apart).
 func (x *index) clear() {
-	x.all = btree.NewG(degree, lessEntry)
+	x.all = tree(lessEntry)
 	x.byState = make([]*btree.BTreeG[*entry], len(domain.States))
 	for i := range x.byState {
-		x.byState[i] = btree.NewG(degree, lessEntry)
+		x.byState[i] = tree(lessEntry)
 	}
-	x.pendingEnd = btree.NewG(degree, lessTimed)
-	x.updatingAt = btree.NewG(degree, lessTimed)
-	x.byStart = btree.NewG(degree, lessTimed)
+	x.pendingEnd = tree(lessTimed)
+	x.updatingAt = tree(lessTimed)
+	x.byStart = tree(lessTimed)
 	x.startsHour = map[int64]int{}
 	x.conflicts, x.updating = 0, 0
 	x.intern = map[string]string{}
@@ -109,7 +112,7 @@ func (x *index) put(key string, rev uint64, r domain.Record) {
 		return
 	}
 	e := &n
-	x.all.ReplaceOrInsert(e)
+	x.all.Set(e)
 	x.link(e)
 }
 
@@ -144,16 +147,16 @@ func (x *index) interned(s string) string {
 
 // link adds e to the secondary orders and counts.
 func (x *index) link(e *entry) {
-	x.byState[e.state].ReplaceOrInsert(e)
+	x.byState[e.state].Set(e)
 	if e.state == statePending && e.hasWindow {
-		x.pendingEnd.ReplaceOrInsert(timed{e.winEnd, e})
+		x.pendingEnd.Set(timed{e.winEnd, e})
 	}
 	if e.updating {
 		x.updating++
-		x.updatingAt.ReplaceOrInsert(timed{e.updated, e})
+		x.updatingAt.Set(timed{e.updated, e})
 	}
 	if e.hasWindow {
-		x.byStart.ReplaceOrInsert(timed{e.winStart, e})
+		x.byStart.Set(timed{e.winStart, e})
 		x.startsHour[hourOf(e.winStart)]++
 	}
 	if e.conflict {
@@ -188,7 +191,7 @@ func (x *index) clearPolicies() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.policies = map[string]*policy.Policy{}
-	x.all.Ascend(func(e *entry) bool {
+	x.all.Scan(func(e *entry) bool {
 		if e.conflict {
 			e.conflict = false
 			x.conflicts--
@@ -227,7 +230,7 @@ func (x *index) setPolicy(scopeKey string, p *policy.Policy) {
 	} else {
 		x.policies[scopeKey] = p
 	}
-	x.all.AscendGreaterOrEqual(&entry{key: scopeKey}, func(e *entry) bool {
+	x.all.Ascend(&entry{key: scopeKey}, func(e *entry) bool {
 		if !strings.HasPrefix(e.key, scopeKey) {
 			return false
 		}

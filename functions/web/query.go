@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/btree"
+	"github.com/tidwall/btree"
 
 	"maintsignals/shared/domain"
 )
@@ -63,17 +63,25 @@ func (x *index) stats(now time.Time) Stats {
 	return s
 }
 
-// countUpTo counts the items at or before t (before t when not inclusive).
+// countUpTo counts the items at or before at (before at when not inclusive).
 func countUpTo(t *btree.BTreeG[timed], at int64, inclusive bool) int {
-	n := 0
-	t.Ascend(func(i timed) bool {
-		if i.at > at || (!inclusive && i.at == at) {
-			return false
+	return rank(t, func(i timed) bool { return i.at < at || (inclusive && i.at == at) })
+}
+
+// rank is the number of items of t for which before holds, when it holds for a first part of
+// t's order and not after: a binary search over positions, each found through the counts of the
+// nodes, so a count of a range of a million costs a few hundred steps, not a million.
+func rank[T any](t *btree.BTreeG[T], before func(T) bool) int {
+	lo, hi := 0, t.Len()
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if v, _ := t.GetAt(mid); before(v) {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		n++
-		return true
-	})
-	return n
+	}
+	return lo
 }
 
 // Query selects a page of the fleet table.
@@ -113,7 +121,7 @@ func (x *index) page(q Query, now time.Time) Page {
 	}
 	var p Page
 	if q.Before != "" && q.After == "" {
-		t.DescendLessOrEqual(&entry{key: q.Before}, func(e *entry) bool {
+		t.Descend(&entry{key: q.Before}, func(e *entry) bool {
 			return e.key == q.Before || take(e)
 		})
 		if len(got) > q.Limit {
@@ -129,7 +137,7 @@ func (x *index) page(q Query, now time.Time) Page {
 		if q.After != "" && q.After >= from {
 			from = q.After + "\x00"
 		}
-		t.AscendGreaterOrEqual(&entry{key: from}, take)
+		t.Ascend(&entry{key: from}, take)
 		if len(got) > q.Limit {
 			got = got[:q.Limit]
 			p.Next = got[len(got)-1].key
@@ -149,7 +157,7 @@ func (x *index) page(q Query, now time.Time) Page {
 // hasBefore reports whether t holds a key of prefix before key.
 func (x *index) hasBefore(t *btree.BTreeG[*entry], key, prefix string) bool {
 	found := false
-	t.DescendLessOrEqual(&entry{key: key}, func(e *entry) bool {
+	t.Descend(&entry{key: key}, func(e *entry) bool {
 		if e.key == key {
 			return true
 		}
@@ -164,15 +172,9 @@ func matches(t *btree.BTreeG[*entry], prefix string) int {
 	if prefix == "" {
 		return t.Len()
 	}
-	n := 0
-	t.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {
-		if !strings.HasPrefix(e.key, prefix) {
-			return false
-		}
-		n++
-		return true
-	})
-	return n
+	from := rank(t, func(e *entry) bool { return e.key < prefix })
+	to := rank(t, func(e *entry) bool { return e.key < prefix || strings.HasPrefix(e.key, prefix) })
+	return to - from
 }
 
 // Day is one day of the time line: the windows that start on it.
@@ -200,7 +202,7 @@ func (x *index) timeline(now time.Time, days int) []Day {
 			day.Windows += x.startsHour[h]
 		}
 		if day.Windows > 0 {
-			x.byStart.AscendGreaterOrEqual(timed{at: from.UnixNano(), e: &entry{}}, func(i timed) bool {
+			x.byStart.Ascend(timed{at: from.UnixNano(), e: &entry{}}, func(i timed) bool {
 				if i.at >= to.UnixNano() || len(day.First) == timelineSample {
 					return false
 				}
