@@ -167,3 +167,11 @@ func isLoopback(addr string) (bool, error) {
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback(), nil
 }
+
+// Check reports what New would refuse in cfg (a wrong setting, a missing file, an address
+// beyond loopback without a token or client certificates), so that a process can refuse it
+// before it starts anything.
+func Check(cfg Config) error {
+	_, err := cfg.withDefaults()
+	return err
+}

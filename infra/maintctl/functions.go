@@ -49,9 +49,12 @@ type emitFlags struct {
 
 	subscriptions string
 	fromStart     bool
+
+	web webFlags
 }
 
 func addEmitFlags(c *cobra.Command, f *emitFlags) {
+	addWebFlags(c, &f.web)
 	c.Flags().DurationVar(&f.retention, "retention", emitter.DefaultRetention, "emitter: how long an entity in None keeps being emitted")
 	c.Flags().BoolVar(&f.pucm, "pucm", false, "emitter: also emit the ARO-RP compatible cluster.maintenance.pucm metric")
 	c.Flags().DurationVar(&f.stuckAfter, "stuck-after", domain.DefaultStuckAfter, "emitter and notices: an update running longer than this is stuck (cluster.maintenance.stuck, the stuck notice)")
@@ -143,6 +146,11 @@ var functions = []functionSpec{
 		},
 	},
 	{
+		name:  "web",
+		about: "serves the read-only web view (--web-listen; as a user of the reader role)",
+		run:   runWeb,
+	},
+	{
 		name:  "webhook",
 		about: "delivers events and notices to the --subscriptions endpoints (signed CloudEvents)",
 		run: func(ctx context.Context, fe functionEnv) error {
@@ -198,6 +206,9 @@ func (a *app) runFunctions(ctx context.Context, specs []functionSpec, fe functio
 	}
 	if _, err := notices.ParseLadder(fe.emit.remind); err != nil {
 		return fmt.Errorf("--remind: %w", err)
+	}
+	if err := fe.emit.web.check(); err != nil {
+		return err
 	}
 	var (
 		wg    sync.WaitGroup

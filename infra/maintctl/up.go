@@ -92,6 +92,7 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 			if err := refuseClientFlags(cmd); err != nil {
 				return err
 			}
+			f.emit.web.listenSet = cmd.Flags().Changed("web-listen")
 			return a.up(cmd.Context(), f)
 		},
 	}
@@ -187,6 +188,19 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
+	if err := f.emit.web.check(); err != nil {
+		return err
+	}
+	if err := a.bindWeb(&f.emit.web); err != nil {
+		return err
+	}
+	if ln := f.emit.web.listener; ln != nil {
+		scheme := "http"
+		if f.emit.web.tlsCert != "" {
+			scheme = "https"
+		}
+		a.printf("web: %s://%s\n", scheme, ln.Addr())
+	}
 
 	err = a.runFunctions(ctx, functions, functionEnv{js: nr.functions, tel: tel, a: a, tick: f.tick, emit: f.emit, up: true}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
