@@ -46,7 +46,7 @@ func TestUp_ServesTheWebView(t *testing.T) {
 		code, p := fleetJSON(t, m[1])
 		return code == http.StatusOK && p.Entities == 1 && len(p.Rows) == 1 && p.Rows[0].ResourceID == testID
 	})
-	mustContain(t, "up output", u.out.String(), "functions: command, emitter, notices, web, webhook")
+	mustContain(t, "up output", u.out.String(), "functions: command, emitter, notices, webhook, web")
 	if r := u.stop(); r.err != nil {
 		t.Errorf("up: %v", r.err)
 	}
@@ -84,7 +84,10 @@ func TestUp_WebListen(t *testing.T) {
 			defer ln.Close()
 		}
 		u := startUpInProcess(t, c, 20*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "")
-		mustContain(t, "up output", u.out.String(), "web: "+web.DefaultListen+" is taken, running without the web view")
+		mustContain(t, "up's log", u.errOut.String(), "the web view's default address is taken; running without the web view")
+		if strings.Contains(u.out.String(), "web: http") {
+			t.Errorf("up serves a view on a taken address:\n%s", u.out)
+		}
 		if r := u.stop(); r.err != nil {
 			t.Errorf("up: %v", r.err)
 		}
