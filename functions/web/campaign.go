@@ -76,11 +76,7 @@ func (v *View) campaignsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	list, ok := v.campaigns.list()
 	p := CampaignsPage{Available: ok, Campaigns: list, At: v.cfg.Now().UTC()}
-	if f == formatJSON {
-		v.json(w, http.StatusOK, p)
-		return
-	}
-	v.html(w, http.StatusOK, "campaigns", layout{Title: "Campaigns", Nav: "campaigns", Live: true, Body: p})
+	v.answer(w, r, "campaigns", layout{Title: "Campaigns", Nav: "campaigns", Live: true, Body: p})
 }
 
 func (v *View) campaignPage(w http.ResponseWriter, r *http.Request) {
@@ -107,11 +103,7 @@ func (v *View) campaignPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Burndown = append(p.Burndown, BurndownPoint{At: now, Remaining: rep.Entities - rep.Done, Done: rep.Done,
 		Failed: rep.Phases.Of(campaign.PhaseFailed)})
-	if f == formatJSON {
-		v.json(w, http.StatusOK, p)
-		return
-	}
-	v.html(w, http.StatusOK, "campaign", layout{Title: "Campaign " + id, Nav: "campaigns", Live: true, Body: p})
+	v.answer(w, r, "campaign", layout{Title: "Campaign " + id, Nav: "campaigns", Live: true, Body: p})
 }
 
 // burndown is the campaign's progress at each of its lifecycle events, oldest first.

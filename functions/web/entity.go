@@ -10,7 +10,6 @@ import (
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
-	"maintsignals/shared/store"
 )
 
 // EntityPage is one entity's page, and its JSON.
@@ -83,29 +82,20 @@ func (v *View) entityPage(w http.ResponseWriter, r *http.Request) {
 	case !found:
 		v.fail(w, r, http.StatusNotFound, "no entity "+id+" was ever seen (key "+key+")")
 		return
-	case f == formatJSON:
-		v.json(w, http.StatusOK, p)
-		return
 	}
-	v.html(w, http.StatusOK, "entity", layout{Title: shortName(p.Record.ResourceID), Nav: "fleet", Live: true, Body: p})
+	v.answer(w, r, "entity", layout{Title: shortName(p.Record.ResourceID), Nav: "fleet", Live: true, Body: p})
 }
 
 // entity reads an entity's record from the bucket (not the index: the page shows every field,
 // as of now), its history and notices, and the policy in force.
 func (v *View) entity(ctx context.Context, key, id string) (EntityPage, bool, error) {
-	st, err := v.store(ctx)
-	if err != nil {
+	e, err := v.cl.Get(ctx, id)
+	if err != nil || !e.Exists() {
 		return EntityPage{}, false, err
 	}
-	rec, rev, err := st.Get(ctx, key)
-	if err != nil || rev == 0 {
-		return EntityPage{}, false, err
-	}
+	rec := e.Record
 	now := v.cfg.Now()
-	p := EntityPage{Key: key, At: now.UTC(), Record: recordView(rec, rev, now, v.cfg.StuckAfter)}
-	if p.Record.ResourceID == "" {
-		p.Record.ResourceID = id
-	}
+	p := EntityPage{Key: key, At: now.UTC(), Record: recordView(rec, e.Revision, now, v.cfg.StuckAfter)}
 	var wg sync.WaitGroup
 	var herr, nerr error
 	wg.Go(func() { p.History, p.HistoryTotal, herr = v.history(ctx, id) })
@@ -192,21 +182,6 @@ func (v *View) followEntity(id string) func(ctx context.Context, notify func()) 
 			notify()
 		}
 	}
-}
-
-// store is the bucket of records, once it exists.
-func (v *View) store(ctx context.Context) (*store.Store, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.st != nil {
-		return v.st, nil
-	}
-	st, err := store.Open(ctx, v.js)
-	if err != nil {
-		return nil, err
-	}
-	v.st = st
-	return st, nil
 }
 
 // ring keeps the last n items added.

@@ -54,11 +54,7 @@ func (v *View) fleetPage(w http.ResponseWriter, r *http.Request) {
 	for _, d := range p.Timeline.Days {
 		p.Timeline.Most = max(p.Timeline.Most, d.Windows)
 	}
-	if f == formatJSON {
-		v.json(w, http.StatusOK, p)
-		return
-	}
-	v.html(w, http.StatusOK, "fleet", layout{Title: "Fleet", Nav: "fleet", Live: true, Body: p})
+	v.answer(w, r, "fleet", layout{Title: "Fleet", Nav: "fleet", Live: true, Body: p})
 }
 
 // parseQuery reads the fleet table's parameters: state (any casing of a state or its metric

@@ -115,6 +115,15 @@ func (v *View) json(w http.ResponseWriter, status int, body any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// answer serves a page, l.Body as JSON or l as HTML, as r asks.
+func (v *View) answer(w http.ResponseWriter, r *http.Request, name string, l layout) {
+	if negotiate(r) == formatJSON {
+		v.json(w, http.StatusOK, l.Body)
+		return
+	}
+	v.html(w, http.StatusOK, name, l)
+}
+
 // errorBody is the JSON of an error.
 type errorBody struct {
 	Status  int    `json:"status"`

@@ -33,7 +33,6 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/policy"
-	"maintsignals/shared/store"
 )
 
 // Name is the function's name (maintctl function web).
@@ -60,9 +59,8 @@ type View struct {
 	decode func([]byte) (domain.Record, error)
 
 	streams atomic.Int64 // live pages being served
-
-	mu sync.Mutex
-	st *store.Store // the bucket of records, once found
+	// ready tells readiness whether the fleet is read (set by Serve, before it follows).
+	ready func(bool)
 
 	loaded    atomic.Bool  // the bucket's records as of the first read are in the index
 	loading   atomic.Int64 // records read since the read started
@@ -110,6 +108,8 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	v.ready = func(ok bool) { function.ReportServing(ctx, Name, ok, false) }
+	v.ready(false)
 	var wg sync.WaitGroup
 	for _, f := range v.followers {
 		wg.Go(func() { f.run(ctx) })
@@ -122,8 +122,6 @@ func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 		scheme = "https"
 	}
 	v.log.Info("web view listening", "url", scheme+"://"+ln.Addr().String(), "token", v.cfg.token != "", "client_certificates", v.cfg.ClientCA != "")
-	function.ReportServing(ctx, Name, false, false)
-	go v.reportReady(ctx)
 	errc := make(chan error, 1)
 	go func() {
 		if v.cfg.tls != nil {
@@ -149,20 +147,11 @@ func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// reportReady tells readiness once the records are loaded.
-func (v *View) reportReady(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if v.loaded.Load() {
-				function.ReportServing(ctx, Name, true, false)
-				return
-			}
-		}
+// setLoaded says whether the fleet index holds the bucket, to the pages and to readiness.
+func (v *View) setLoaded(ok bool) {
+	v.loaded.Store(ok)
+	if v.ready != nil {
+		v.ready(ok)
 	}
 }
 
@@ -175,9 +164,9 @@ func (v *View) makeFollowers() []*follower {
 		return &follower{js: v.js, bucket: bucket, log: v.log, retry: v.cfg.Retry}
 	}
 	records := f(domain.Bucket)
-	records.reset = func() { v.loaded.Store(false); v.loading.Store(0); v.fleet.reset() }
+	records.reset = func() { v.setLoaded(false); v.loading.Store(0); v.fleet.reset() }
 	records.apply = v.applyRecords
-	records.caughtUp = func() { v.loaded.Store(true); v.live.publish(topic{kind: topicFleet}) }
+	records.caughtUp = func() { v.setLoaded(true); v.live.publish(topic{kind: topicFleet}) }
 
 	policies := f(bucketPolicies)
 	policies.reset = func() { v.fleet.clearPolicies() }

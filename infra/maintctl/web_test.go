@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -101,5 +102,31 @@ func TestFunctionWeb_RefusesTheNetworkWithoutAToken(t *testing.T) {
 	r := c.run("function", "web", "--web-listen", ":0")
 	if r.err == nil || !strings.Contains(r.err.Error(), "refusing to serve the web view beyond loopback") {
 		t.Errorf("function web on every interface without a token: %v", r.err)
+	}
+}
+
+func TestFunctionWeb_ReadyOnceItHasReadTheFleet(t *testing.T) {
+	env := testenv.StartListening(t)
+	c := newCLI(t, nil)
+	c.env["NATS_URL"] = env.Server.URL()
+	webAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	adminAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() { done <- c.runCtx(ctx, "function", "web", "--web-listen", webAddr, "--admin-listen", adminAddr) }()
+	testenv.Eventually(t, 15*time.Second, "the web function ready", func() bool {
+		resp, err := http.Get("http://" + adminAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if code, p := fleetJSON(t, "http://"+webAddr); code != http.StatusOK || p.Entities != 0 {
+		t.Errorf("fleet page of an empty fleet: %d %+v", code, p)
+	}
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Errorf("function web: %v\n%s", r.err, r.stderr)
 	}
 }
