@@ -128,9 +128,13 @@ type Instance struct {
 
 // Env is what a function gets from the process that runs it.
 type Env struct {
-	JS  jetstream.JetStream
-	Tel *telemetry.Telemetry
-	Log *slog.Logger
+	JS jetstream.JetStream
+	// ByRole, when set, holds the connections for functions of other roles than JS's (`up` on
+	// a server with users: the web view reads as a reader); a function whose role is not
+	// there uses JS.
+	ByRole map[string]jetstream.JetStream
+	Tel    *telemetry.Telemetry
+	Log    *slog.Logger
 	// Tick is the schedule interval, when known; 0 otherwise.
 	Tick time.Duration
 	// Up: run by `maintctl up`, with every other function, rather than alone.
