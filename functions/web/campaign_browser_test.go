@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,40 +14,8 @@ import (
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/function"
+	"maintsignals/test/testenv"
 )
-
-// runCampaigns runs the campaign function against the stack: its commands, the passes after
-// them, and a pass every `every`.
-func runCampaigns(t *testing.T, s *stack, every time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	f, err := fn.New(ctx, s.env.JS, fn.Config{Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		if err := function.Run(ctx, s.env.JS, f.RuntimeConfigs()[0]); err != nil {
-			t.Errorf("campaign commands: %v", err)
-		}
-	}()
-	go func() { defer wg.Done(); f.ServeKicks(ctx) }()
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			_ = f.HandleTick(ctx, function.Message{})
-			select {
-			case <-ctx.Done():
-			case <-time.After(every):
-			}
-		}
-	}()
-}
 
 // A campaign made by the campaign function, watched in the browser: created from a stored
 // list, its clusters announced, then an updater works through them; the campaign page's
@@ -57,7 +24,7 @@ func runCampaigns(t *testing.T, s *stack, every time.Duration) {
 func TestBrowser_CampaignFunctionBurndownMoves(t *testing.T) {
 	b := newBrowser(t)
 	s := startStack(t, web.Config{})
-	runCampaigns(t, s, 300*time.Millisecond)
+	testenv.RunCampaigns(t, s.env.JS, fn.Config{}, 300*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ids := make([]string, 10)
