@@ -202,3 +202,41 @@ func TestCampaign_Cancel(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// Pause without withdraw: for two ticks, while more windows come due, nothing new is
+// announced and the windows announced stand; resume announces those that came due.
+func TestCampaign_PauseStopsAnnouncing(t *testing.T) {
+	s, _ := pausing(t, "q1")
+	s.now.Add(30 * time.Minute)
+	s.tick()
+	s.tick()
+	announced := s.byPhase("q1", core.PhaseAnnounced)
+	if len(announced) < 10 || len(announced) == 160 {
+		t.Fatalf("%d announced, want some of the 160", len(announced))
+	}
+	s.waitApplied("q1", 1, len(announced)) // sent; now applied
+	if o := s.mustControl(core.Control{Campaign: "q1", Action: core.ActionPause}); o.Status != core.StatusPaused || o.Generation != 1 {
+		t.Fatalf("pause: %+v", o)
+	}
+	before := len(s.applied("q1", 1))
+	s.now.Add(time.Hour) // four more slots come due
+	s.tick()
+	s.tick()
+	time.Sleep(300 * time.Millisecond) // what a pass would have sent is applied by now
+	if after := len(s.applied("q1", 1)); after != before {
+		t.Errorf("%d announcements applied while paused", after-before)
+	}
+	if n := len(s.byPhase("q1", core.PhaseAnnounced)); n != len(announced) {
+		t.Errorf("%d announced after the pause, want the %d before it", n, len(announced))
+	}
+	for _, id := range announced {
+		if r := s.get(id); r.State != domain.StatePending || r.Campaign == nil {
+			t.Errorf("%s: a window announced before the pause became %s", id, r.State)
+		}
+	}
+	s.mustControl(core.Control{Campaign: "q1", Action: core.ActionResume})
+	s.tick()
+	if after := len(s.waitApplied("q1", 1, before+1)); after <= before {
+		t.Errorf("resume announced nothing: %d", after)
+	}
+}
