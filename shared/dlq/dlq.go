@@ -40,32 +40,58 @@ type Letter struct {
 // ErrNotFound is returned when a dead letter does not exist.
 var ErrNotFound = errors.New("dead letter not found")
 
+// Filter selects dead letters; the zero filter selects every one.
+type Filter struct {
+	// Since, when set, keeps the dead letters stored from then on.
+	Since time.Time
+	// Subscription keeps the webhook deliveries dead-lettered for that subscription.
+	Subscription string
+	// Limit keeps the newest Limit of those (0: all).
+	Limit int
+}
+
 // List returns the dead letters, oldest first.
 func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
-	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
+	letters, _, err := ListWhere(ctx, js, Filter{})
+	return letters, err
+}
+
+// ListWhere returns the dead letters f selects, oldest first, and how many older ones its
+// limit left out.
+func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
+	cfg := jetstream.OrderedConsumerConfig{}
+	if !f.Since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &f.Since
 	}
-	var out []Letter
+	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, cfg)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dead letters: %w", err)
+	}
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
-			return nil, fmt.Errorf("dead letters: %w", err)
+			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
 			md, err := m.Metadata()
 			if err != nil {
-				return nil, fmt.Errorf("dead letters: %w", err)
+				return nil, 0, fmt.Errorf("dead letters: %w", err)
 			}
-			out = append(out, letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp))
+			if l := letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp); f.Subscription == "" || l.Subscription == f.Subscription {
+				letters = append(letters, l)
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, fmt.Errorf("dead letters: %w", err)
+			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
 		if n == 0 {
-			return out, nil
+			if f.Limit > 0 && len(letters) > f.Limit {
+				omitted = len(letters) - f.Limit
+				letters = letters[omitted:]
+			}
+			return letters, omitted, nil
 		}
 	}
 }
