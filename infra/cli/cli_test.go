@@ -135,3 +135,18 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestAge(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for ago, want := range map[time.Duration]string{
+		42 * time.Second: "42s", 135*time.Minute + 20*time.Second: "2h15m", 76*time.Hour + 59*time.Minute: "3d4h",
+		400 * 24 * time.Hour: "400d", -time.Minute: "0s",
+	} {
+		if got := cli.Age(now.Add(-ago), now); got != want {
+			t.Errorf("Age(%s ago) = %q, want %q", ago, got, want)
+		}
+	}
+	if cli.Age(time.Time{}, now) != "-" {
+		t.Error("zero time")
+	}
+}

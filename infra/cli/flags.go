@@ -121,3 +121,22 @@ func (v *timeValue) Set(s string) error {
 
 func (v *timeValue) String() string { return v.raw }
 func (*timeValue) Type() string     { return "time" }
+
+// Age writes how long ago t was for a table, in its two largest units ("3d4h", "2h15m",
+// "42s"); "-" for the zero time.
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := max(now.Sub(t), 0).Truncate(time.Second)
+	for _, u := range []time.Duration{domain.Day, time.Hour, time.Minute} {
+		if d >= u {
+			next := map[time.Duration]time.Duration{domain.Day: time.Hour, time.Hour: time.Minute, time.Minute: time.Second}[u]
+			return FormatDuration(d.Truncate(next))
+		}
+	}
+	if d == 0 {
+		return "0s"
+	}
+	return FormatDuration(d)
+}

@@ -137,8 +137,12 @@ func (a *app) runFunction(ctx context.Context, fn registry.Function, bound *regi
 // missing file, a bad inbox prefix) fail at once.
 func (a *app) connectRetry(ctx context.Context) (*natsconn.Conn, error) {
 	delay := time.Second
+	o, err := a.natsOptions("maintctl-function", 0)
+	if err != nil {
+		return nil, err
+	}
 	for {
-		conn, err := natsconn.Connect(ctx, a.natsOptions("maintctl-function", 0))
+		conn, err := natsconn.Connect(ctx, o)
 		if err == nil {
 			return conn, nil
 		}

@@ -49,7 +49,8 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 	if ns[0].Lead != 10 || ns[0].ResourceID != testID || ns[0].Window == nil || ns[0].State != domain.StatePending {
 		t.Errorf("reminder %+v", ns[0])
 	}
-	mustContain(t, "notices table", c.ok("notices"), "KIND", "reminder", "10s", "due", "overdue", testID)
+	mustContain(t, "notices table", c.ok("notices"), "KIND", "reminder", "10s", "due", "overdue", "rg-1/c1")
+	mustContain(t, "notices -o wide", c.ok("notices", "-o", "wide"), "RESOURCE ID", testID)
 	mustContain(t, "notices of another entity", c.ok("notices", "/w/nothing-here"), "no notice was sent")
 
 	testenv.Eventually(t, 10*time.Second, "watch to show the notices", func() bool { return strings.Count(wOut.String(), `"notice"`) >= 3 })

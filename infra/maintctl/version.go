@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -50,16 +51,21 @@ func (a *app) versionCommand() *cobra.Command {
 			if a.json() {
 				return a.writeJSON(v)
 			}
-			a.printf("maintctl %s (%s, %s)", v.Version, v.Module, v.GoVersion)
-			if v.Revision != "" {
-				mod := ""
-				if v.Modified {
-					mod = ", modified"
-				}
-				a.printf(" revision %s%s", v.Revision, mod)
-			}
-			a.printf("\n")
+			a.printf("%s\n", v.line())
 			return nil
 		},
 	}
+}
+
+// line is the version for people, as `maintctl version` and `maintctl --version` print it.
+func (v versionInfo) line() string {
+	s := fmt.Sprintf("maintctl %s (%s, %s)", v.Version, v.Module, v.GoVersion)
+	if v.Revision != "" {
+		mod := ""
+		if v.Modified {
+			mod = ", modified"
+		}
+		s += fmt.Sprintf(" revision %s%s", v.Revision, mod)
+	}
+	return s
 }

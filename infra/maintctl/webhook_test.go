@@ -70,7 +70,8 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 		out = c.ok("dlq", "list")
 		return strings.Contains(out, "crm")
 	})
-	mustContain(t, "dlq list", out, "WEBHOOK", testID, "Pending", "w-1:1", "crm", "HTTP 404")
+	mustContain(t, "dlq list", out, "WEBHOOK", "rg-1/c1", "Pending", "crm", "HTTP 404")
+	mustContain(t, "dlq list -o wide", c.ok("dlq", "list", "-o", "wide"), testID, "w-1:1")
 	docs := decodeJSON[[]letterJSON](t, c.ok("dlq", "list", "-o", "json"))
 	if len(docs) != 1 || docs[0].Subscription != "crm" || docs[0].CommandID != "w-1:1" || docs[0].ResourceID != testID {
 		t.Fatalf("dlq list -o json = %+v", docs)

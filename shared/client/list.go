@@ -87,3 +87,26 @@ func (c *Client) ListWhere(ctx context.Context, f ListFilter) (Listing, error) {
 	})
 	return l, nil
 }
+
+// CompleteIDs returns the resource IDs of tracked entities that start with prefix (compared
+// case-insensitively), sorted, at most max of them: for a shell's completion, which waits. It
+// reads the bucket until it has max or ctx ends, and returns what it found by then.
+func (c *Client) CompleteIDs(ctx context.Context, prefix string, max int) ([]string, error) {
+	var ids []string
+	errFull := errors.New("enough")
+	f := ListFilter{Prefix: prefix}
+	err := c.Scan(ctx, func(e Entity, err error) error {
+		if err == nil && f.Match(e) {
+			ids = append(ids, e.Record.ResourceID)
+		}
+		if len(ids) >= max {
+			return errFull
+		}
+		return nil
+	})
+	sort.Slice(ids, func(i, j int) bool { return strings.ToLower(ids[i]) < strings.ToLower(ids[j]) })
+	if errors.Is(err, errFull) || ctx.Err() != nil {
+		err = nil
+	}
+	return ids, err
+}
