@@ -11,7 +11,7 @@ import (
 type Format string
 
 // The output formats. Table is for people and fits their terminal; Wide adds the columns that
-// do not fit one; Name prints each row's name alone, one a line, for xargs and loops; JSON is
+// do not fit one, and cuts nothing; Name prints each row's name alone, one a line, for xargs and loops; JSON is
 // for scripts (each verb encodes its own documents).
 const (
 	Table Format = "table"
@@ -38,9 +38,12 @@ type Column struct {
 	Header string
 	// Wide: shown only with -o wide.
 	Wide bool
-	// Shrink: on a terminal too narrow for the table, this column is cut (with "…") before
-	// the others; the widest shrinkable column gives way first.
+	// Shrink: on a terminal too narrow for the table, this column is cut (with "…"); the
+	// widest shrinkable column gives way first.
 	Shrink bool
+	// Last: a shrinkable column cut only once the others cannot give way any more (a name,
+	// which a person reads first, rather than a message).
+	Last bool
 }
 
 // View is how a table is printed.
@@ -96,7 +99,8 @@ func (t *Tab) Write(w io.Writer, v View) error {
 	}
 	cols := t.visible(v.Format == Wide)
 	widths := t.widths(cols, !v.NoHeaders)
-	if v.Width > 0 {
+	if v.Width > 0 && v.Format != Wide {
+		// Wide asks for everything: whole, even on a terminal.
 		fit(t.cols, cols, widths, v.Width)
 	}
 	var b strings.Builder
@@ -148,26 +152,28 @@ func (t *Tab) widths(cols []int, headers bool) []int {
 // minShrunk is the narrowest a shrinkable column gets (or its header, when wider).
 const minShrunk = 8
 
-// fit narrows the shrinkable columns, widest first, until the table fits width or none can
-// give way any more.
+// fit narrows the shrinkable columns, widest first (the Last ones only when the others are
+// as narrow as they get), until the table fits width or none can give way any more.
 func fit(all []Column, cols []int, widths []int, width int) {
 	total := gap * (len(cols) - 1)
 	for _, w := range widths {
 		total += w
 	}
-	for total > width {
-		widest := -1
-		for i, c := range cols {
-			floor := max(minShrunk, utf8.RuneCountInString(all[c].Header))
-			if all[c].Shrink && widths[i] > floor && (widest < 0 || widths[i] > widths[widest]) {
-				widest = i
+	for _, last := range []bool{false, true} {
+		for total > width {
+			widest := -1
+			for i, c := range cols {
+				floor := max(minShrunk, utf8.RuneCountInString(all[c].Header))
+				if all[c].Shrink && (last || !all[c].Last) && widths[i] > floor && (widest < 0 || widths[i] > widths[widest]) {
+					widest = i
+				}
 			}
+			if widest < 0 {
+				break
+			}
+			widths[widest]--
+			total--
 		}
-		if widest < 0 {
-			return
-		}
-		widths[widest]--
-		total--
 	}
 }
 

@@ -153,7 +153,7 @@ func (a *app) printLetters(letters []dlq.Letter, omitted int, f dlq.Filter) erro
 		ids[i] = resourceOrKey(l, l.Command())
 	}
 	names := ui.ShortNames(ids)
-	t := ui.NewTable(ui.Column{Header: "SEQ"}, ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true},
+	t := ui.NewTable(ui.Column{Header: "SEQ"}, ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true, Last: true},
 		ui.Column{Header: "TASK"}, ui.Column{Header: "WEBHOOK"}, ui.Column{Header: "REASON", Shrink: true},
 		ui.Column{Header: "COMMAND ID", Wide: true}, ui.Column{Header: "DELIVERIES", Wide: true}, ui.Column{Header: "RESOURCE", Wide: true})
 	for i, l := range letters {

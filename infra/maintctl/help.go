@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	ui "maintsignals/infra/cli"
 	"maintsignals/shared/domain"
@@ -16,7 +18,7 @@ import (
 
 // usageTemplate is every command's help after its description: the global flags are left to
 // `maintctl options`, as kubectl does, so that a verb's help shows the verb's own flags.
-const usageTemplate = `Usage:{{if .Runnable}}
+const usageTemplate = `Usage:{{if and .Runnable .HasParent}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
   {{.CommandPath}} COMMAND [flags]{{end}}{{if .HasExample}}
 
@@ -30,7 +32,7 @@ Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
   {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{end}}{{end}}{{if .HasParent}}{{if .HasAvailableLocalFlags}}
 
 Flags:
-{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{end}}
+{{wrappedFlags .LocalFlags | trimTrailingWhitespaces}}{{end}}{{end}}
 
 Use "{{.Root.Name}} options" for the flags every command takes (server, context, credentials, output).{{if .HasAvailableSubCommands}}
 Use "{{.CommandPath}} COMMAND --help" for more about a command.{{end}}
@@ -40,6 +42,10 @@ Use "{{.CommandPath}} COMMAND --help" for more about a command.{{end}}
 // template, the help command, completion shown among the other commands) and durations in days
 // on every flag.
 func (a *app) finish(root *cobra.Command) {
+	addTemplateFuncs.Do(func() {
+		// cobra keeps template functions in a global: added once. Flags wrap at helpWidth.
+		cobra.AddTemplateFunc("wrappedFlags", func(fs *pflag.FlagSet) string { return fs.FlagUsagesWrapped(helpWidth) })
+	})
 	root.SetUsageTemplate(usageTemplate)
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.SetCompletionCommandGroupID("other")
@@ -47,6 +53,10 @@ func (a *app) finish(root *cobra.Command) {
 	root.SetHelpCommandGroupID("other")
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
+		// Examples name the entity once, so that their lines fit a terminal.
+		if strings.Contains(c.Example, exampleID) {
+			c.Example = "  ID=" + exampleID + "\n" + strings.ReplaceAll(c.Example, exampleID, "$ID")
+		}
 		ui.UseDays(c.Flags())
 		ui.UseDays(c.PersistentFlags())
 		for _, sub := range c.Commands() {
@@ -55,6 +65,12 @@ func (a *app) finish(root *cobra.Command) {
 	}
 	walk(root)
 }
+
+var addTemplateFuncs sync.Once
+
+// helpWidth is where the help wraps flag descriptions: inside a terminal of 120 columns, and
+// of 100 for the descriptions' own lines.
+const helpWidth = 100
 
 // helpCommand is `maintctl help [COMMAND]...`: an unknown topic is an error (exit 1), with the
 // commands it may be a typo of.
@@ -116,8 +132,8 @@ with that nkey seed (see ` + "`maintctl up --signers`" + `); an updater that doe
 seed file to --nkey and --sign-key.
 
 Output: tables for people fit the terminal (long cells are cut with "…" there, never when the
-output goes to a pipe or a file); -o wide adds columns, -o name prints the IDs alone (one a
-line, for xargs), -o json is for scripts (one JSON document; JSON lines for watch).
+output goes to a pipe or a file); -o wide adds columns and cuts nothing; -o name prints the
+IDs alone, one a line, for xargs; -o json is for scripts (JSON lines for watch).
 Durations take d (days) and w (weeks) as well as h, m, s (14d, 2w, 1d12h); times are RFC
 3339, a date alone (2026-12-14: midnight UTC), or an offset from now (+2h, +14d).`
 
@@ -130,7 +146,7 @@ func (a *app) optionsCommand(root *cobra.Command) *cobra.Command {
 		Long:  optionsLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nGlobal flags:\n%s", optionsLong, root.PersistentFlags().FlagUsages())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nGlobal flags:\n%s", optionsLong, root.PersistentFlags().FlagUsagesWrapped(helpWidth))
 			return nil
 		},
 	}

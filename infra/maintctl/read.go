@@ -218,7 +218,7 @@ func (a *app) printListing(out []client.Entity, f client.ListFilter) error {
 		ids[i] = e.Record.ResourceID
 	}
 	names := ui.ShortNames(ids)
-	t := ui.NewTable(ui.Column{Header: "NAME", Shrink: true}, ui.Column{Header: "STATE"}, ui.Column{Header: "UPDATING"},
+	t := ui.NewTable(ui.Column{Header: "NAME", Shrink: true, Last: true}, ui.Column{Header: "STATE"}, ui.Column{Header: "UPDATING"},
 		ui.Column{Header: "AGE"}, ui.Column{Header: "LAST ERROR", Shrink: true},
 		ui.Column{Header: "WINDOW START", Wide: true}, ui.Column{Header: "WINDOW END", Wide: true},
 		ui.Column{Header: "REASON", Wide: true, Shrink: true}, ui.Column{Header: "RESOURCE ID", Wide: true})
@@ -372,7 +372,7 @@ func (a *app) printHistory(page client.Page[client.StoredEvent], f client.Stream
 	}
 	names := ui.ShortNames(ids)
 	fleet := f.ResourceID == ""
-	t := ui.NewTable(ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true, Wide: !fleet}, ui.Column{Header: "TASK"},
+	t := ui.NewTable(ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true, Last: true, Wide: !fleet}, ui.Column{Header: "TASK"},
 		ui.Column{Header: "OUTCOME"}, ui.Column{Header: "FROM → TO"}, ui.Column{Header: "DETAIL", Shrink: true},
 		ui.Column{Header: "ACTOR", Wide: true}, ui.Column{Header: "FORCE", Wide: true}, ui.Column{Header: "REASON", Wide: true, Shrink: true},
 		ui.Column{Header: "COMMAND ID", Wide: true}, ui.Column{Header: "RESOURCE ID", Wide: true})
@@ -498,7 +498,7 @@ func (a *app) printNotices(page client.Page[client.StoredNotice], f client.Notic
 		ids[i] = n.ResourceID
 	}
 	names := ui.ShortNames(ids)
-	t := ui.NewTable(ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true}, ui.Column{Header: "KIND"},
+	t := ui.NewTable(ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true, Last: true}, ui.Column{Header: "KIND"},
 		ui.Column{Header: "LEAD"}, ui.Column{Header: "STATE"}, ui.Column{Header: "WINDOW START"},
 		ui.Column{Header: "WINDOW END", Wide: true}, ui.Column{Header: "STATE SINCE", Wide: true}, ui.Column{Header: "RESOURCE ID", Wide: true})
 	for i, n := range ns {

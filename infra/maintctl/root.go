@@ -64,13 +64,10 @@ type app struct {
 	log *slog.Logger
 }
 
-const rootLong = `maintctl sets and reads the maintenance state of clusters (None, Pending, Planned,
-Unplanned, CustomerActionNeeded) through NATS JetStream, and runs the functions that export it
-to the health system every minute. Try it: ` + "`maintctl up`" + `, then in another terminal
-` + "`maintctl pending ID`" + ` and ` + "`maintctl list`" + `.
-
-Exit status: 0 done; 2 rejected or dead-lettered; 3 no outcome in time (the command is
-stored); 1 any other error.`
+const rootLong = `maintctl sets and reads the maintenance state of clusters (None, Pending, Planned, Unplanned,
+CustomerActionNeeded) through NATS JetStream, and runs the functions that export it to the health
+system every minute. Try it: ` + "`maintctl up`" + `, then in another terminal ` + "`maintctl pending ID`" + `, ` + "`maintctl list`" + `.
+Exit status: 0 done, 2 rejected or dead-lettered, 3 no outcome in time (stored), 1 other errors.`
 
 var unsortedCommands sync.Once
 
@@ -176,7 +173,7 @@ func (a *app) rootCommand() *cobra.Command {
 func (a *app) globalFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.server, "server", a.env("NATS_URL"), "NATS server URL, or a comma-separated list for a cluster ($NATS_URL; else the NATS context's; else "+client.DefaultServer+")")
-	pf.StringVar(&a.natsContext, "context", "", "NATS CLI context to connect with ($"+natsconn.EnvContext+"; default: the one `nats context select` chose, if any): its server, credentials, TLS and inbox prefix, under the flags and variables")
+	pf.StringVar(&a.natsContext, "context", "", "the NATS CLI context `NAME` to connect with ($"+natsconn.EnvContext+"; default: the one the nats CLI selected, if any): its server, credentials, TLS and inbox prefix, under the flags and variables")
 	pf.StringVarP(&a.output, "output", "o", string(ui.Table), "output format: table (for people; fits the terminal), wide (more columns), name (IDs, one a line) or json (for scripts)")
 	pf.BoolVar(&a.noHeaders, "no-headers", false, "print tables without their header line")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")

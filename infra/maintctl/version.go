@@ -44,7 +44,7 @@ func buildVersion() versionInfo {
 func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version of this binary (module, Go version, VCS revision when built from a checkout)",
+		Short: "Print the version of this binary (module, Go, VCS revision)",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := buildVersion()

@@ -80,7 +80,7 @@ func commandFlags(fs *pflag.FlagSet) Instance {
 		idPattern         string
 	)
 	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
-	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
+	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands, read again when it changes: [{"name":"alice", "publicKeys":["U…"], "roles":["admin"]}] (roles: admin, updater)`)
 	fs.BoolVar(&requireSignatures, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
 	fs.DurationVar(&cfg.MaxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
@@ -259,7 +259,7 @@ func webhookFlags(fs *pflag.FlagSet) Instance {
 		cfg           webhook.Config
 		subscriptions string
 	)
-	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
+	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name", "url", "secret":"whsec_…", "types":[…], "states":[…], "resourcePrefix", "caFile"}]`)
 	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
 	return Instance{
 		Idle: func() bool { return subscriptions == "" },
