@@ -50,15 +50,25 @@ type Filter struct {
 	Limit int
 }
 
-// List returns the dead letters, oldest first.
+// List returns the dead letters, oldest first, as ListWhere does.
 func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
 	letters, _, err := ListWhere(ctx, js, Filter{})
 	return letters, err
 }
 
 // ListWhere returns the dead letters f selects, oldest first, and how many older ones its
-// limit left out.
+// limit left out: of every one the stream's leader holds when it is called. The reading
+// consumer may sit on a replica that has not caught up yet (a letter stored a moment ago), so
+// it waits up to catchUpWait for what the leader counted.
 func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
+	s, err := js.Stream(ctx, domain.DLQStream)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dead letters: %w", err)
+	}
+	last := s.CachedInfo().State.LastSeq
+	if s.CachedInfo().State.Msgs == 0 {
+		return nil, 0, nil
+	}
 	cfg := jetstream.OrderedConsumerConfig{}
 	if !f.Since.IsZero() {
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &f.Since
@@ -67,6 +77,11 @@ func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters [
 	if err != nil {
 		return nil, 0, fmt.Errorf("dead letters: %w", err)
 	}
+	if info := cons.CachedInfo(); !f.Since.IsZero() && info != nil && info.NumPending == 0 {
+		return nil, 0, nil // nothing stored since then
+	}
+	var seen uint64
+	deadline := time.Now().Add(catchUpWait)
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
@@ -74,11 +89,11 @@ func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters [
 		}
 		n := 0
 		for m := range batch.Messages() {
-			n++
 			md, err := m.Metadata()
 			if err != nil {
 				return nil, 0, fmt.Errorf("dead letters: %w", err)
 			}
+			n, seen = n+1, md.Sequence.Stream
 			if l := letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp); f.Subscription == "" || l.Subscription == f.Subscription {
 				letters = append(letters, l)
 			}
@@ -86,15 +101,28 @@ func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters [
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
+		// All the leader held; or nothing more in time: the rest was deleted meanwhile, or the
+		// replica lags too far.
+		if seen >= last || n == 0 && time.Now().After(deadline) {
+			return newest(letters, f.Limit)
+		}
 		if n == 0 {
-			if f.Limit > 0 && len(letters) > f.Limit {
-				omitted = len(letters) - f.Limit
-				letters = letters[omitted:]
-			}
-			return letters, omitted, nil
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
+
+// newest keeps the last limit letters (all with 0) and says how many it left out.
+func newest(letters []Letter, limit int) ([]Letter, int, error) {
+	if limit <= 0 || len(letters) <= limit {
+		return letters, 0, nil
+	}
+	omitted := len(letters) - limit
+	return letters[omitted:], omitted, nil
+}
+
+// catchUpWait bounds how long a read waits for a replica that lags its stream's leader.
+const catchUpWait = 2 * time.Second
 
 func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.Time) Letter {
 	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(function.HeaderDLQReason), Body: body, At: stored,
