@@ -125,17 +125,6 @@ func TestShortNames(t *testing.T) {
 	}
 }
 
-func TestFormatDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		400 * 24 * time.Hour: "400d", 14 * 24 * time.Hour: "14d", 36 * time.Hour: "1d12h",
-		6 * time.Hour: "6h", 90 * time.Second: "1m30s", 0: "0", -2 * time.Hour: "-2h",
-	} {
-		if got := cli.FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%s) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func TestAge(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for ago, want := range map[time.Duration]string{

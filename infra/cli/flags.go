@@ -10,7 +10,7 @@ import (
 )
 
 // durationValue is a duration flag that reads days and weeks (domain.ParseDuration: 14d, 2w,
-// 1d12h) and prints itself in days (FormatDuration: 400d rather than 9600h0m0s). It wraps the
+// 1d12h) and prints itself in days (domain.FormatDays: 400d rather than 9600h0m0s). It wraps the
 // flag's own value, which keeps the variable it was bound to.
 type durationValue struct{ inner pflag.Value }
 
@@ -27,23 +27,7 @@ func (v durationValue) String() string {
 	if err != nil {
 		return v.inner.String()
 	}
-	return FormatDuration(d)
-}
-
-// FormatDuration writes d for a person, in whole days where it has any ("400d", "14d",
-// "1d12h", "6h", "90s" as "1m30s"): what a flag's default and a table's age read as.
-func FormatDuration(d time.Duration) string {
-	if d < 0 {
-		return "-" + FormatDuration(-d)
-	}
-	days, rest := d/domain.Day, d%domain.Day
-	switch {
-	case days == 0:
-		return domain.FormatDuration(rest)
-	case rest == 0:
-		return fmt.Sprintf("%dd", days)
-	}
-	return fmt.Sprintf("%dd%s", days, domain.FormatDuration(rest))
+	return domain.FormatDays(d)
 }
 
 func (durationValue) Type() string { return "duration" }
@@ -58,7 +42,7 @@ func UseDays(fs *pflag.FlagSet) {
 		}
 		v := durationValue{f.Value}
 		if d, err := time.ParseDuration(f.DefValue); err == nil {
-			f.DefValue = FormatDuration(d)
+			f.DefValue = domain.FormatDays(d)
 		}
 		f.Value = v
 	})
@@ -132,11 +116,11 @@ func Age(t, now time.Time) string {
 	for _, u := range []time.Duration{domain.Day, time.Hour, time.Minute} {
 		if d >= u {
 			next := map[time.Duration]time.Duration{domain.Day: time.Hour, time.Hour: time.Minute, time.Minute: time.Second}[u]
-			return FormatDuration(d.Truncate(next))
+			return domain.FormatDays(d.Truncate(next))
 		}
 	}
 	if d == 0 {
 		return "0s"
 	}
-	return FormatDuration(d)
+	return domain.FormatDays(d)
 }

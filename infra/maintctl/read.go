@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -304,7 +305,7 @@ func (a *app) historyCommand() *cobra.Command {
 		Short: "List the outcome events of an entity, or of the fleet, oldest first",
 		Long: `List the outcome event of every command sent for an entity, oldest first, from the
 MAINT_EVENTS stream: time, task, outcome, the state before and after, the rejection code
-and message; -o wide adds the actor, the force, the reason and the command id.
+and message (or the reason); -o wide adds the actor, the force, the reason and the command id.
 
 Without a RESOURCE-ID, the history of the whole fleet, bounded: by default the last ` + fleetHistorySince + `
 and the newest ` + strconv.Itoa(fleetLimit) + ` events of those (--since and --limit change both; --since 0
@@ -382,7 +383,7 @@ func (a *app) printHistory(page client.Page[client.StoredEvent], f client.Stream
 			force = "forced"
 		}
 		t.Row(ev.ResourceID, fmtTime(ev.At), names[i], string(ev.Task), string(ev.Outcome),
-			dash(string(ev.From))+" → "+dash(string(ev.To)), eventDetail(ev.Event), ev.Actor, force, ev.Reason, ev.CommandID, ev.ResourceID)
+			dash(string(ev.From))+" → "+dash(string(ev.To)), cmp.Or(eventDetail(ev.Event), ev.Reason), ev.Actor, force, ev.Reason, ev.CommandID, ev.ResourceID)
 	}
 	return a.printTable(t)
 }

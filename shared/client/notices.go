@@ -138,17 +138,11 @@ func (w *NoticeWatcher) Next(ctx context.Context) (StoredNotice, error) {
 // Stop ends the watch.
 func (w *NoticeWatcher) Stop() { w.it.Stop() }
 
-// NoticeLead renders a reminder's lead for people ("336h", "90s"); "-" for other kinds.
+// NoticeLead renders a reminder's lead for people, in days where whole ("14d", "1d12h",
+// "90s" as "1m30s"); "-" for other kinds.
 func NoticeLead(n domain.Notice) string {
 	if n.Kind != domain.NoticeReminder {
 		return "-"
 	}
-	d := time.Duration(n.Lead) * time.Second
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
+	return domain.FormatDays(time.Duration(n.Lead) * time.Second)
 }
