@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,37 +10,6 @@ import (
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
 )
-
-// writeNATSContext writes a context as `nats context save` does (jsm.go natscontext: every
-// field, two-space indent, mode 0600) under home, and with selectIt selects it as
-// `nats context select` does.
-func writeNATSContext(t *testing.T, home, name string, fields map[string]any, selectIt bool) {
-	t.Helper()
-	ctx := map[string]any{
-		"description": "", "url": "", "socks_proxy": "", "token": "", "user": "", "password": "", "creds": "",
-		"nkey": "", "cert": "", "key": "", "ca": "", "nsc": "", "jetstream_domain": "", "jetstream_api_prefix": "",
-		"jetstream_event_prefix": "", "inbox_prefix": "", "user_jwt": "", "color_scheme": "", "tls_first": false,
-	}
-	for k, v := range fields {
-		ctx[k] = v
-	}
-	dir := filepath.Join(home, ".config", "nats")
-	if err := os.MkdirAll(filepath.Join(dir, "context"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.MarshalIndent(ctx, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "context", name+".json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if selectIt {
-		if err := os.WriteFile(filepath.Join(dir, "context.txt"), []byte(name), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // A secured server (TLS, nkey users with roles) reached through a NATS CLI context alone: the
 // selected one, one named by --context or $NATS_CONTEXT, with flags and variables on top.
@@ -59,11 +26,12 @@ func TestContext_ConnectsToASecuredServerAsTheNATSCLIDoes(t *testing.T) {
 	}
 	home := t.TempDir()
 	c.env["HOME"] = home
-	writeNATSContext(t, home, "maint-admin", map[string]any{
+	natsConfig := filepath.Join(home, ".config", "nats")
+	natstest.SaveContext(t, natsConfig, "maint-admin", map[string]any{
 		"description": "maintenance signals, as an admin", "url": m[1],
 		"nkey": keys[natsconf.RoleAdmin].SeedFile, "ca": ca.CertFile, "inbox_prefix": natsconf.RoleAdmin.InboxPrefix(),
 	}, true)
-	writeNATSContext(t, home, "maint-reader", map[string]any{
+	natstest.SaveContext(t, natsConfig, "maint-reader", map[string]any{
 		"url": m[1], "nkey": keys[natsconf.RoleReader].SeedFile, "ca": ca.CertFile, "inbox_prefix": natsconf.RoleReader.InboxPrefix(),
 	}, false)
 
@@ -87,7 +55,7 @@ func TestContext_ConnectsToASecuredServerAsTheNATSCLIDoes(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "known: maint-admin, maint-reader") {
 		t.Errorf("an unknown context: %v", r.err)
 	}
-	writeNATSContext(t, home, "hub", map[string]any{"url": m[1], "jetstream_domain": "hub"}, false)
+	natstest.SaveContext(t, natsConfig, "hub", map[string]any{"url": m[1], "jetstream_domain": "hub"}, false)
 	if r := c.runFast("get", "--context", "hub", testID); r.err == nil || !strings.Contains(r.err.Error(), "jetstream_domain is not supported") {
 		t.Errorf("a context with a JetStream domain: %v", r.err)
 	}

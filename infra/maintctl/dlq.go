@@ -137,11 +137,7 @@ func dlqFilterFlags(c *cobra.Command, f *dlq.Filter) {
 
 func (a *app) printLetters(letters []dlq.Letter, omitted int, f dlq.Filter) error {
 	if a.json() {
-		docs := make([]letterJSON, len(letters))
-		for i, l := range letters {
-			docs[i] = toLetterJSON(l)
-		}
-		return a.writeJSON(docs)
+		return a.writeJSON(each(letters, toLetterJSON))
 	}
 	defer a.omitted(omitted, f.Limit, "dead letters")
 	if len(letters) == 0 && a.format != ui.Name {

@@ -197,11 +197,7 @@ the resource IDs alone.`,
 // printListing prints the entities of a listing.
 func (a *app) printListing(out []client.Entity, f client.ListFilter) error {
 	if a.json() {
-		docs := make([]recordJSON, len(out))
-		for i, e := range out {
-			docs[i] = toRecordJSON(e)
-		}
-		return a.writeJSON(docs)
+		return a.writeJSON(each(out, toRecordJSON))
 	}
 	if len(out) == 0 && a.format != ui.Name {
 		what := "no entity has a record yet"
@@ -352,11 +348,7 @@ func (a *app) readSession(parent context.Context, resourceID string) (context.Co
 func (a *app) printHistory(page client.Page[client.StoredEvent], f client.StreamFilter) error {
 	evs := page.Items
 	if a.json() {
-		docs := make([]domain.Event, len(evs))
-		for i, ev := range evs {
-			docs[i] = ev.Event
-		}
-		return a.writeJSON(docs)
+		return a.writeJSON(each(evs, func(ev client.StoredEvent) domain.Event { return ev.Event }))
 	}
 	defer a.omitted(page.Omitted, f.Limit, "events")
 	if len(evs) == 0 && a.format != ui.Name {
@@ -386,6 +378,15 @@ func (a *app) printHistory(page client.Page[client.StoredEvent], f client.Stream
 			dash(string(ev.From))+" → "+dash(string(ev.To)), cmp.Or(eventDetail(ev.Event), ev.Reason), ev.Actor, force, ev.Reason, ev.CommandID, ev.ResourceID)
 	}
 	return a.printTable(t)
+}
+
+// each is f of every item, in order (an empty slice, not nil, for none: JSON's []).
+func each[T, U any](items []T, f func(T) U) []U {
+	out := make([]U, len(items))
+	for i, v := range items {
+		out[i] = f(v)
+	}
+	return out
 }
 
 // eventDetail is what an event says besides its transition: the rejection, the message, the
@@ -479,11 +480,7 @@ func parseKinds(words []string) ([]domain.NoticeKind, error) {
 func (a *app) printNotices(page client.Page[client.StoredNotice], f client.NoticeFilter) error {
 	ns := page.Items
 	if a.json() {
-		docs := make([]domain.Notice, len(ns))
-		for i, n := range ns {
-			docs[i] = n.Notice
-		}
-		return a.writeJSON(docs)
+		return a.writeJSON(each(ns, func(n client.StoredNotice) domain.Notice { return n.Notice }))
 	}
 	defer a.omitted(page.Omitted, f.Limit, "notices")
 	if len(ns) == 0 && a.format != ui.Name {

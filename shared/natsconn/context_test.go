@@ -1,7 +1,6 @@
 package natsconn_test
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,54 +9,9 @@ import (
 	"time"
 
 	"maintsignals/shared/natsconn"
+	"maintsignals/shared/natsconn/natstest"
 	"maintsignals/test/testenv"
 )
-
-// natsCLIContext is a context file as the nats CLI writes it (jsm.go natscontext, Save): every
-// field, in its order, indented by two spaces, mode 0600.
-type natsCLIContext struct {
-	Description   string `json:"description"`
-	URL           string `json:"url"`
-	SocksProxy    string `json:"socks_proxy"`
-	Token         string `json:"token"`
-	User          string `json:"user"`
-	Password      string `json:"password"`
-	Creds         string `json:"creds"`
-	NKey          string `json:"nkey"`
-	Cert          string `json:"cert"`
-	Key           string `json:"key"`
-	CA            string `json:"ca"`
-	NSC           string `json:"nsc"`
-	JSDomain      string `json:"jetstream_domain"`
-	JSAPIPrefix   string `json:"jetstream_api_prefix"`
-	JSEventPrefix string `json:"jetstream_event_prefix"`
-	InboxPrefix   string `json:"inbox_prefix"`
-	UserJWT       string `json:"user_jwt"`
-	ColorScheme   string `json:"color_scheme"`
-	TLSFirst      bool   `json:"tls_first"`
-}
-
-// saveContext writes a context under config (the nats CLI's configuration directory) and,
-// with selectIt, selects it as `nats context select` does.
-func saveContext(t *testing.T, config, name string, c natsCLIContext, selectIt bool) {
-	t.Helper()
-	dir := filepath.Join(config, "context")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if selectIt {
-		if err := os.WriteFile(filepath.Join(config, "context.txt"), []byte(name), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // copyInto copies file into dir and returns the new path.
 func copyInto(t *testing.T, dir, file string) string {
@@ -84,11 +38,11 @@ func TestContext_SelectedContextConnectsWithItsTLSAndNkey(t *testing.T) {
 	copyInto(t, certs, ca.CertFile)
 	env := map[string]string{"HOME": home, "CERTS": certs}
 	getenv := func(k string) string { return env[k] }
-	saveContext(t, filepath.Join(home, ".config", "nats"), "secure", natsCLIContext{
-		Description: "the secured test server", URL: s.URL(),
-		NKey: copyInto(t, home, u.SeedFile),
-		Cert: "~/" + filepath.Base(copyInto(t, home, cert)), Key: "$HOME/" + filepath.Base(copyInto(t, home, key)),
-		CA: "${CERTS}/" + filepath.Base(ca.CertFile), InboxPrefix: "_INBOX_test",
+	natstest.SaveContext(t, filepath.Join(home, ".config", "nats"), "secure", map[string]any{
+		"description": "the secured test server", "url": s.URL(),
+		"nkey": copyInto(t, home, u.SeedFile),
+		"cert": "~/" + filepath.Base(copyInto(t, home, cert)), "key": "$HOME/" + filepath.Base(copyInto(t, home, key)),
+		"ca": "${CERTS}/" + filepath.Base(ca.CertFile), "inbox_prefix": "_INBOX_test",
 	}, true)
 
 	c, err := natsconn.LoadContext("", getenv)
@@ -128,8 +82,8 @@ func TestContext_NamesAndRefusals(t *testing.T) {
 	if c, err := natsconn.LoadContext("", getenv); c != nil || err != nil {
 		t.Fatalf("nothing selected: %+v, %v", c, err)
 	}
-	saveContext(t, filepath.Join(config, "nats"), "prod", natsCLIContext{URL: "nats://prod:4222"}, false)
-	saveContext(t, filepath.Join(config, "nats"), "ngs.js", natsCLIContext{URL: "tls://connect.ngs.global", JSDomain: "hub"}, true)
+	natstest.SaveContext(t, filepath.Join(config, "nats"), "prod", map[string]any{"url": "nats://prod:4222"}, false)
+	natstest.SaveContext(t, filepath.Join(config, "nats"), "ngs.js", map[string]any{"url": "tls://connect.ngs.global", "jetstream_domain": "hub"}, true)
 	if got := natsconn.KnownContexts(getenv); strings.Join(got, ",") != "ngs.js,prod" {
 		t.Errorf("known %v", got)
 	}
