@@ -87,7 +87,8 @@ func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider
 		name string
 		kp   nkeys.KeyPair
 		role natsconf.Role
-	}{{"maintctl-up", sec.operator, natsconf.RoleOperator}, {"maintctl-up-functions", sec.function, natsconf.RoleFunction}} {
+	}{{"maintctl-up", sec.operator, natsconf.RoleOperator}, {"maintctl-up-functions", sec.function, natsconf.RoleFunction},
+		{"maintctl-up-web", sec.reader, natsconf.RoleReader}} {
 		if c.kp == nil && len(conns) == 1 {
 			break
 		}
@@ -99,12 +100,16 @@ func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider
 		}
 		conns = append(conns, conn)
 	}
-	return &natsRun{
+	run := &natsRun{
 		urls:      urls,
 		provision: conns[0].JS,
-		functions: conns[len(conns)-1].JS,
+		functions: conns[min(1, len(conns)-1)].JS,
 		stop:      sync.OnceFunc(func() { closeAll(); stopServers() }),
-	}, nil
+	}
+	if len(conns) == 3 {
+		run.byRole = map[string]jetstream.JetStream{string(natsconf.RoleReader): conns[2].JS}
+	}
+	return run, nil
 }
 
 // natsRun is the NATS side of `up`: one embedded server or a local cluster.
@@ -113,5 +118,7 @@ type natsRun struct {
 	// provision and functions are the connections of provisioning and of the functions: one
 	// connection, or, on a server with users, one of the operator and one of the function role.
 	provision, functions jetstream.JetStream
-	stop                 func() // closes the connections and shuts the servers down (once)
+	// byRole are the connections of the functions of other roles (reader: the web view).
+	byRole map[string]jetstream.JetStream
+	stop   func() // closes the connections and shuts the servers down (once)
 }

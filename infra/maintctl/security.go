@@ -55,6 +55,7 @@ func refuseClientFlags(cmd *cobra.Command) error {
 const (
 	upOperatorUser = "maintctl-up-operator"
 	upFunctionUser = "maintctl-up-function"
+	upReaderUser   = "maintctl-up-reader"
 )
 
 // upSecurity is what the security flags of `up` amount to; the zero value is no TLS and no
@@ -65,9 +66,9 @@ type upSecurity struct {
 	// users are the users of --users; nkeys every user the server accepts, up's own included.
 	users []natsconf.User
 	nkeys []*server.NkeyUser
-	// operator provisions and function runs the functions: up's own throwaway keys, nil
-	// without --users.
-	operator, function nkeys.KeyPair
+	// operator provisions, function runs the functions of the function role and reader those
+	// of the reader role (the web view): up's own throwaway keys, nil without --users.
+	operator, function, reader nkeys.KeyPair
 }
 
 func (s *upSecurity) enabled() bool { return s.tls != nil || s.nkeys != nil }
@@ -100,7 +101,8 @@ func (f securityFlags) load() (*upSecurity, error) {
 		name string
 		role natsconf.Role
 		kp   *nkeys.KeyPair
-	}{{upOperatorUser, natsconf.RoleOperator, &sec.operator}, {upFunctionUser, natsconf.RoleFunction, &sec.function}} {
+	}{{upOperatorUser, natsconf.RoleOperator, &sec.operator}, {upFunctionUser, natsconf.RoleFunction, &sec.function},
+		{upReaderUser, natsconf.RoleReader, &sec.reader}} {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
 			return nil, fmt.Errorf("create a key for %s: %w", own.name, err)
@@ -143,7 +145,7 @@ func readUsers(path string) ([]natsconf.User, error) {
 	users := make([]natsconf.User, len(entries))
 	for i, e := range entries {
 		switch {
-		case e.Name == upOperatorUser || e.Name == upFunctionUser:
+		case e.Name == upOperatorUser || e.Name == upFunctionUser || e.Name == upReaderUser:
 			return nil, fmt.Errorf("--users %s: the name %q is kept for up's own connections: use another", path, e.Name)
 		case strings.HasPrefix(e.Nkey, "S"):
 			return nil, fmt.Errorf("--users %s: user %q: nkey must be the public key (U…), never the seed: give the seed only to the user, and rotate this one", path, e.Name)
@@ -167,8 +169,8 @@ func (s *upSecurity) describe() []string {
 		for i, u := range s.users {
 			names[i] = fmt.Sprintf("%s (%s)", u.Name, u.Role)
 		}
-		out = append(out, fmt.Sprintf("users: %s; up's own connections use throwaway keys (%s, %s)",
-			strings.Join(names, ", "), upOperatorUser, upFunctionUser))
+		out = append(out, fmt.Sprintf("users: %s; up's own connections use throwaway keys (%s, %s, %s)",
+			strings.Join(names, ", "), upOperatorUser, upFunctionUser, upReaderUser))
 	}
 	return out
 }

@@ -42,8 +42,9 @@ const (
 	// notices, webhook): exactly what their entries say they do (functionsNeed), and it may
 	// NOT publish commands (a compromised function cannot forge an admin's command).
 	RoleFunction Role = "function"
-	// RoleReader reads records, outcome events and notices (dashboards, integrators), nothing
-	// else.
+	// RoleReader reads records, outcome events and notices (dashboards, integrators), and what
+	// the functions of infra/registry whose role it is read (the web view: the policies and the
+	// campaigns' state), nothing else.
 	RoleReader Role = "reader"
 )
 
@@ -103,6 +104,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		// outcome events, notices and dead letters; it may NOT publish commands (a
 		// compromised function cannot forge an admin's command).
 	case RoleReader:
+		// And what its functions read (the web view: the policies and the campaigns' state).
 		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	default:

@@ -119,7 +119,7 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := b.Instances[i].Run(ctx, env)
+			err := b.Instances[i].Run(ctx, env.forRole(f.Role))
 			switch {
 			case err == nil && ctx.Err() == nil:
 				err = ErrStopped
@@ -142,6 +142,14 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 	log.Info("stopping: draining functions")
 	wg.Wait()
 	return first
+}
+
+// forRole is env for a function of role.
+func (e Env) forRole(role string) Env {
+	if js, ok := e.ByRole[role]; ok {
+		e.JS = js
+	}
+	return e
 }
 
 // logger is env's logger, or the default one.

@@ -121,7 +121,7 @@ func (c *Client) eachStored(ctx context.Context, stream, subject string, since t
 	// One entity's read counts its subject first (most entities have nothing to read); a read
 	// of the fleet, or from a time on, counts what its consumer has to deliver (counting a
 	// million subjects would cost more than the read).
-	fleet := strings.HasSuffix(subject, "*")
+	fleet := strings.ContainsAny(subject, "*>")
 	var n uint64
 	if !fleet && since.IsZero() {
 		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
@@ -305,3 +305,12 @@ func (w *Watcher) next(ctx context.Context) (StoredEvent, error) {
 
 // Stop ends the watch.
 func (w *Watcher) Stop() { w.it.Stop() }
+
+// EachStored calls fn with every message of stream under subject (a subject or a wildcard),
+// oldest first, in one ordered pass that ends at the last message stored when it starts:
+// for readers of what this package does not decode itself (a campaign's events).
+func (c *Client) EachStored(ctx context.Context, stream, subject string, fn func(data []byte, seq uint64) error) error {
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		return c.eachStored(ctx, stream, subject, time.Time{}, "read "+stream, fn)
+	})
+}
