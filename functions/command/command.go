@@ -170,6 +170,9 @@ func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Comman
 		}
 	}
 	cmd, rej := domain.DecodeCommand(msg.Data, key, msgID)
+	if rej == nil {
+		rej = domain.CheckResourceIDPattern(cmd, d.idPattern)
+	}
 	if rej != nil {
 		return cmd, rej
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,9 @@ type Config struct {
 	// MinNotice is the notice policy: a Pending whose window starts sooner than this after
 	// the command was stored is refused unless forced; 0: no minimum.
 	MinNotice time.Duration
+	// ResourceIDPattern, when set, refuses commands whose resource ID it does not match
+	// (domain.CheckResourceIDPattern).
+	ResourceIDPattern *regexp.Regexp
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type Applier struct {
 	// auth checks command signatures; nil accepts every command unsigned.
 	auth  Authority
 	rules settings
+	// idPattern restricts resource IDs (nil: any).
+	idPattern *regexp.Regexp
 	// answers finds the last outcome event of an entity, so that a redelivered command that
 	// already has its outcome is not judged again.
 	answers answers
@@ -77,7 +80,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 	}
 	d := &Applier{
 		records: cfg.Records, events: cfg.Events, metrics: m, log: cfg.Log.With("function", "command"),
-		now: time.Now, auth: cfg.Auth, answers: lastEvents{events},
+		now: time.Now, auth: cfg.Auth, answers: lastEvents{events}, idPattern: cfg.ResourceIDPattern,
 		rules: settings{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
 		cache: newCache(cacheSize),
 

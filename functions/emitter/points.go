@@ -93,9 +93,10 @@ const (
 func stateIndex(s domain.State) int { return slices.Index(domain.States, s) }
 
 // emitted reports whether a record in a valid state is part of the emission at now: every
-// state but None always, None for the retention period after the entity got there.
+// state but None always, None for the retention period after the entity got there; a
+// forgotten entity never.
 func emitted(r domain.Record, now time.Time, retention time.Duration) bool {
-	return r.State != domain.StateNone || now.Sub(r.StateSince) < retention
+	return !r.Forgotten() && (r.State != domain.StateNone || now.Sub(r.StateSince) < retention)
 }
 
 // unixSeconds is t in Unix seconds, with its fraction.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -76,13 +77,25 @@ func commandFlags(fs *pflag.FlagSet) Instance {
 		cfg               command.Config
 		signers           string
 		requireSignatures bool
+		idPattern         string
 	)
 	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
-	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
+	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands, read again when it changes: [{"name":"alice", "publicKeys":["U…"], "roles":["admin"]}] (roles: admin, updater)`)
 	fs.BoolVar(&requireSignatures, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
 	fs.DurationVar(&cfg.MaxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
+	fs.StringVar(&idPattern, "resource-id-pattern", "", "refuse commands whose resource ID this regular expression (RE2) does not match, InvalidParameter on resourceId; Forget is exempt (default: any ID; ARM IDs: see the docs)")
+	pattern := func() (*regexp.Regexp, error) {
+		if idPattern == "" {
+			return nil, nil
+		}
+		re, err := regexp.Compile(idPattern)
+		if err != nil {
+			return nil, fmt.Errorf("--resource-id-pattern: %w", err)
+		}
+		return re, nil
+	}
 	// authority loads the signing policy (nil: none) and follows the signers file until ctx
 	// ends, so that keys rotate without a restart.
 	authority := func(ctx context.Context, log *slog.Logger) (command.Authority, error) {
@@ -96,18 +109,25 @@ func commandFlags(fs *pflag.FlagSet) Instance {
 	}
 	return Instance{
 		Check: func(ctx context.Context, log *slog.Logger) error {
+			if _, err := pattern(); err != nil {
+				return err
+			}
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			_, err := authority(ctx, log)
 			return err
 		},
 		Run: func(ctx context.Context, env Env) error {
+			re, err := pattern()
+			if err != nil {
+				return err
+			}
 			auth, err := authority(ctx, env.Log)
 			if err != nil {
 				return err
 			}
 			c := cfg
-			c.Log, c.Meters, c.Auth = env.Log, env.Tel.MeterProvider(), auth
+			c.Log, c.Meters, c.Auth, c.ResourceIDPattern = env.Log, env.Tel.MeterProvider(), auth, re
 			return command.Run(ctx, env.JS, c)
 		},
 	}
@@ -261,7 +281,7 @@ func webhookFlags(fs *pflag.FlagSet) Instance {
 		cfg           webhook.Config
 		subscriptions string
 	)
-	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
+	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name", "url", "secret":"whsec_…", "types":[…], "states":[…], "resourcePrefix", "caFile"}]`)
 	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
 	return Instance{
 		Idle: func() bool { return subscriptions == "" },

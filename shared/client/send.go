@@ -27,6 +27,10 @@ type Result struct {
 	// Entity is the record as read right after the outcome event (the event is published
 	// after the record is written, so it includes the command's effect, and maybe later ones).
 	Entity Entity
+	// Tracks is true when the entity was not tracked before the command (never seen, or
+	// forgotten) and the command put it in the signal: from the next tick it is exported to
+	// the health system. A person who mistyped a resource ID learns it here.
+	Tracks bool
 }
 
 // ErrInvalidCommand is wrapped when a command fails the checks of the messaging contract (README) before it is sent.
@@ -115,6 +119,9 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
 	}
 
+	// Whether the entity was tracked before, at best: a read that fails says nothing.
+	before, err := c.Get(ctx, cmd.ResourceID)
+	untracked := err == nil && !before.Tracked()
 	ack, err := c.pub.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
@@ -146,6 +153,7 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 		return res, fmt.Errorf("command %s %s, but reading the record failed: %w", cmd.ID, res.Event.Outcome, err)
 	}
 	res.Entity = ent
+	res.Tracks = untracked && res.Event.Outcome == domain.OutcomeApplied && ent.Tracked()
 	if Failed(res.Event.Outcome) {
 		return res, &OutcomeError{Event: res.Event}
 	}

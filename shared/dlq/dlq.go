@@ -40,50 +40,85 @@ type Letter struct {
 // ErrNotFound is returned when a dead letter does not exist.
 var ErrNotFound = errors.New("dead letter not found")
 
-// List returns the dead letters, oldest first: every one the stream's leader holds when List
-// is called. The reading consumer may sit on a replica that has not caught up yet (a letter
-// stored a moment ago), so it waits up to catchUpWait for what the leader counted.
+// Filter selects dead letters; the zero filter selects every one.
+type Filter struct {
+	// Since, when set, keeps the dead letters stored from then on.
+	Since time.Time
+	// Subscription keeps the webhook deliveries dead-lettered for that subscription.
+	Subscription string
+	// Limit keeps the newest Limit of those (0: all).
+	Limit int
+}
+
+// List returns the dead letters, oldest first, as ListWhere does.
 func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
+	letters, _, err := ListWhere(ctx, js, Filter{})
+	return letters, err
+}
+
+// ListWhere returns the dead letters f selects, oldest first, and how many older ones its
+// limit left out: of every one the stream's leader holds when it is called. The reading
+// consumer may sit on a replica that has not caught up yet (a letter stored a moment ago), so
+// it waits up to catchUpWait for what the leader counted.
+func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
 	s, err := js.Stream(ctx, domain.DLQStream)
 	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
+		return nil, 0, fmt.Errorf("dead letters: %w", err)
 	}
 	last := s.CachedInfo().State.LastSeq
 	if s.CachedInfo().State.Msgs == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
-	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, jetstream.OrderedConsumerConfig{})
+	cfg := jetstream.OrderedConsumerConfig{}
+	if !f.Since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &f.Since
+	}
+	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
+		return nil, 0, fmt.Errorf("dead letters: %w", err)
 	}
-	var out []Letter
+	if info := cons.CachedInfo(); !f.Since.IsZero() && info != nil && info.NumPending == 0 {
+		return nil, 0, nil // nothing stored since then
+	}
+	var seen uint64
 	deadline := time.Now().Add(catchUpWait)
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
-			return nil, fmt.Errorf("dead letters: %w", err)
+			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			md, err := m.Metadata()
 			if err != nil {
-				return nil, fmt.Errorf("dead letters: %w", err)
+				return nil, 0, fmt.Errorf("dead letters: %w", err)
 			}
-			n++
-			out = append(out, letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp))
+			n, seen = n+1, md.Sequence.Stream
+			if l := letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp); f.Subscription == "" || l.Subscription == f.Subscription {
+				letters = append(letters, l)
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, fmt.Errorf("dead letters: %w", err)
+			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
-		switch {
-		case len(out) > 0 && out[len(out)-1].Seq >= last:
-			return out, nil // all the leader held
-		case n == 0 && time.Now().After(deadline):
-			return out, nil // the rest was deleted meanwhile, or the replica lags too far
-		case n == 0:
+		// All the leader held; or nothing more in time: the rest was deleted meanwhile, or the
+		// replica lags too far.
+		if seen >= last || n == 0 && time.Now().After(deadline) {
+			return newest(letters, f.Limit)
+		}
+		if n == 0 {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// newest keeps the last limit letters (all with 0) and says how many it left out.
+func newest(letters []Letter, limit int) ([]Letter, int, error) {
+	if limit <= 0 || len(letters) <= limit {
+		return letters, 0, nil
+	}
+	omitted := len(letters) - limit
+	return letters[omitted:], omitted, nil
 }
 
 // catchUpWait bounds how long a read waits for a replica that lags its stream's leader.

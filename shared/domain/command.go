@@ -346,3 +346,19 @@ func CheckNotice(c Command, handledAt time.Time, minNotice time.Duration) *Rejec
 	}
 	return nil
 }
+
+// ARMResourceIDPattern is a --resource-id-pattern for Azure Resource Manager IDs, offered in
+// the docs rather than enforced by default (the contract takes any resource ID): a
+// subscription, a resource group, a provider namespace and at least one type and name, any
+// casing, no empty segment.
+const ARMResourceIDPattern = `(?i)^/subscriptions/[0-9a-f-]+/resourcegroups/[^/]+/providers/[^/]+(/[^/]+/[^/]+)+$`
+
+// CheckResourceIDPattern is a deployment's restriction of resource IDs (nil: none): a command
+// whose resource ID does not match is refused InvalidParameter on resourceId. Forget is exempt,
+// so that an entity created before the pattern was set can still be taken out of the signal.
+func CheckResourceIDPattern(c Command, pattern *regexp.Regexp) *Rejection {
+	if pattern == nil || c.Task == TaskForget || pattern.MatchString(c.ResourceID) {
+		return nil
+	}
+	return InvalidParameter("resourceId", "%q does not match this deployment's resource ID pattern %s", truncate(c.ResourceID, 128), pattern)
+}

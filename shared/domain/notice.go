@@ -32,6 +32,9 @@ const (
 	NoticeStuck NoticeKind = "stuck"
 )
 
+// NoticeKinds lists the notice kinds.
+var NoticeKinds = []NoticeKind{NoticeReminder, NoticeDue, NoticeOverdue, NoticeStuck}
+
 // Notice is a lifecycle notice, published on maint.notice.<key>.
 type Notice struct {
 	// NoticeID is <key>:<kind>:<series>:<lead seconds>, the same for every attempt to publish

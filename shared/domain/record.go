@@ -34,6 +34,13 @@ type Record struct {
 	// CampaignRef); a later Pending or a return to None drops it.
 	Campaign *CampaignRef `json:"campaign,omitempty"`
 
+	// ForgottenAt, when set, is when a Forget took the entity out of the signal: the record is
+	// then a tombstone that no reader lists, emits or notifies about. It keeps what the
+	// command function needs to recognise the commands handled before (the fields below), so
+	// that a late copy of one of them changes nothing; the next command applied starts the
+	// entity afresh (asNew).
+	ForgottenAt time.Time `json:"forgottenAt,omitzero"`
+
 	// LastCommandAt is when the commands stream stored the last applied command: with its
 	// sequence, it tells a stale redelivery from a command of a recreated stream.
 	LastCommandAt time.Time `json:"lastCommandAt,omitzero"`
@@ -64,6 +71,19 @@ type Record struct {
 	// issuedAt of the last signed command applied with it. It is read as a SignedForgotten (a
 	// signed command issued no later is refused) and dropped on the record's next write.
 	SignedUpTo map[string]time.Time `json:"signedUpTo,omitempty"`
+}
+
+// Forgotten reports whether the record is a Forget's tombstone: the entity is not tracked.
+func (r Record) Forgotten() bool { return !r.ForgottenAt.IsZero() }
+
+// asNew is the record a command applied after a Forget starts from: an entity never seen, as
+// far as its maintenance goes; what the command handler keeps of the commands it handled (ids,
+// sequences, admission, signatures) stays.
+func (r Record) asNew() Record {
+	r.ResourceID, r.State, r.Updating, r.Task, r.LastError = "", StateNone, false, "", ""
+	r.Window, r.Reason, r.Campaign = nil, "", nil
+	r.StateSince, r.UpdatedAt, r.ForgottenAt = time.Time{}, time.Time{}, time.Time{}
+	return r
 }
 
 // Follows reports whether next, a record about to replace r, was written by a command stored

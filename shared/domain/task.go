@@ -20,6 +20,10 @@ const (
 	// Outcomes, sent by whatever performs the update.
 	TaskUpdateSucceeded Task = "UpdateSucceeded"
 	TaskUpdateFailed    Task = "UpdateFailed"
+
+	// TaskForget (admin) takes the entity out of the signal: its record stays as a tombstone,
+	// so that exactly-once holds across it, until a later command tracks it again as new.
+	TaskForget Task = "Forget"
 )
 
 // TaskKind groups tasks by the column of the transition table they use.
@@ -31,6 +35,8 @@ const (
 	KindSignal
 	KindUpdate
 	KindOutcome
+	// KindAdmin is Forget's: the entity's tracking itself, not its maintenance.
+	KindAdmin
 )
 
 var taskKinds = map[Task]TaskKind{
@@ -44,13 +50,14 @@ var taskKinds = map[Task]TaskKind{
 	TaskMigrateLoadBalancer:  KindUpdate,
 	TaskUpdateSucceeded:      KindOutcome,
 	TaskUpdateFailed:         KindOutcome,
+	TaskForget:               KindAdmin,
 }
 
 // Tasks lists every task in a fixed order.
 var Tasks = []Task{
 	TaskPending, TaskNone, TaskCustomerActionNeeded,
 	TaskEverything, TaskOperatorUpdate, TaskCertificatesRenewal, TaskSyncClusterObject, TaskMigrateLoadBalancer,
-	TaskUpdateSucceeded, TaskUpdateFailed,
+	TaskUpdateSucceeded, TaskUpdateFailed, TaskForget,
 }
 
 // UpdateTasks lists the tasks that start maintenance work.

@@ -27,7 +27,8 @@ const (
 // Role is what a signer may do.
 type Role string
 
-// Roles. Admins announce maintenance and start updates; updaters report their outcome.
+// Roles. Admins announce maintenance, start updates and forget entities; updaters report
+// their outcome.
 const (
 	RoleAdmin   Role = "admin"
 	RoleUpdater Role = "updater"
@@ -37,7 +38,7 @@ const (
 func (r Role) Allows(t domain.Task) bool {
 	switch r {
 	case RoleAdmin:
-		return t.Kind() == domain.KindSignal || t.Kind() == domain.KindUpdate
+		return t.Kind() == domain.KindSignal || t.Kind() == domain.KindUpdate || t.Kind() == domain.KindAdmin
 	case RoleUpdater:
 		return t.Kind() == domain.KindOutcome
 	}
