@@ -67,3 +67,7 @@ func SetCloudEventHeaders(h HeaderSetter, ceType, id, resourceID string, at time
 	h.Set(HeaderCETime, at.UTC().Format(time.RFC3339Nano))
 	h.Set(HeaderContentType, ContentJSON)
 }
+
+// PolicyOutcomeCEType is the CloudEvents type of a policy command's outcome event:
+// io.maintsignals.policy.applied, ….rejected, ….duplicate, ….dead_lettered.
+func PolicyOutcomeCEType(o Outcome) string { return "io.maintsignals.policy." + string(o) }

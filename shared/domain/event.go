@@ -39,6 +39,9 @@ type Event struct {
 	CommandSeq uint64 `json:"commandSeq,omitempty"`
 	// Campaign is the campaign of the entity's window around the command (EventCampaign).
 	Campaign *CampaignRef `json:"campaign,omitempty"`
+	// Override is "policy" when force let through a command that the customer's policy in
+	// force refused (urgent work).
+	Override string `json:"override,omitempty"`
 }
 
 // EncodeEvent marshals an event.

@@ -20,6 +20,10 @@ const (
 	// Outcomes, sent by whatever performs the update.
 	TaskUpdateSucceeded Task = "UpdateSucceeded"
 	TaskUpdateFailed    Task = "UpdateFailed"
+
+	// TaskReschedule moves an announced window (customers' maintenance policies): the entity
+	// stays Pending with its stateSince, with the new window.
+	TaskReschedule Task = "Reschedule"
 )
 
 // TaskKind groups tasks by the column of the transition table they use.
@@ -31,6 +35,8 @@ const (
 	KindSignal
 	KindUpdate
 	KindOutcome
+	// KindReschedule is Reschedule's alone: not a column of the transition table.
+	KindReschedule
 )
 
 var taskKinds = map[Task]TaskKind{
@@ -44,9 +50,11 @@ var taskKinds = map[Task]TaskKind{
 	TaskMigrateLoadBalancer:  KindUpdate,
 	TaskUpdateSucceeded:      KindOutcome,
 	TaskUpdateFailed:         KindOutcome,
+	TaskReschedule:           KindReschedule,
 }
 
-// Tasks lists every task in a fixed order.
+// Tasks lists the tasks of the transition table in a fixed order; TaskReschedule, which moves a
+// window and is judged by the policy in force instead, is the only task outside it.
 var Tasks = []Task{
 	TaskPending, TaskNone, TaskCustomerActionNeeded,
 	TaskEverything, TaskOperatorUpdate, TaskCertificatesRenewal, TaskSyncClusterObject, TaskMigrateLoadBalancer,
