@@ -161,7 +161,7 @@ func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Comman
 		return cmd, rej
 	}
 	if d.auth != nil {
-		if rej := d.auth.Authorize(signer, cmd.Task); rej != nil {
+		if rej := d.auth.Authorize(signer, cmd); rej != nil {
 			cmd.Actor = ""
 			return cmd, rej
 		}

@@ -71,7 +71,7 @@ var ErrInvalidConfig = errors.New("invalid command config")
 // Authority checks command signatures.
 type Authority interface {
 	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
-	Authorize(s *signing.Signer, t domain.Task) *domain.Rejection
+	Authorize(s *signing.Signer, c domain.Command) *domain.Rejection
 	Requires() bool
 }
 

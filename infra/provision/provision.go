@@ -185,9 +185,20 @@ func Streams(c Config) []jetstream.StreamConfig {
 		{
 			Name:        domain.EventsStream,
 			Description: "Maintenance-signal outcome events, one per command (audit history)",
-			Subjects:    []string{domain.EventPrefix + "*"},
+			// Entities' events, and policy commands' one token deeper (their readers apart).
+			Subjects: []string{domain.EventPrefix + "*", domain.PolicyEventPrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.EventsMaxAge,
+			Duplicates:  c.DuplicateWindow,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
+			Name:        domain.PoliciesStream,
+			Description: "Maintenance-signal policy commands: customers' maintenance policies set and deleted (audit, replay)",
+			Subjects:    []string{domain.PolicyPrefix + "*"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.CommandsMaxAge,
 			Duplicates:  c.DuplicateWindow,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
@@ -250,6 +261,19 @@ func Bucket(c Config) jetstream.KeyValueConfig {
 	}
 }
 
+// PoliciesBucket returns the policies bucket's configuration: the policy in force of each
+// scope, with the history by which the command function judges a command by the policy of its
+// stored time (domain.PoliciesHistory revisions of each scope).
+func PoliciesBucket(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      domain.PoliciesBucket,
+		Description: "Customers' maintenance policies, by scope, with their recent revisions",
+		History:     domain.PoliciesHistory,
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}
+}
+
 // StreamConsumer is a durable consumer and the stream it reads.
 type StreamConsumer struct {
 	Stream string
@@ -259,7 +283,7 @@ type StreamConsumer struct {
 // Consumers returns the durable consumers: one per command partition, the emitter's and the
 // notices function's.
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+2)
+	out := make([]StreamConsumer, 0, c.Partitions+3)
 	for p := 0; p < c.Partitions; p++ {
 		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
 			Durable:       domain.CommandConsumer(p),
@@ -297,6 +321,22 @@ func Consumers(c Config) []StreamConsumer {
 			Replicas:   c.Replicas,
 		}}
 	}
+	// The policies function serves its stream as the command function a partition: one
+	// replica at a time, scopes in stream order.
+	out = append(out, StreamConsumer{Stream: domain.PoliciesStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:        domain.PoliciesConsumer,
+		Description:    "policies function: policy commands, by scope in stream order",
+		FilterSubject:  domain.PolicyPrefix + "*",
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{domain.PoliciesPriorityGroup},
+		PinnedTTL:      domain.PinnedTTL(c.AckWait),
+		MaxAckPending:  c.InFlight,
+		AckWait:        c.AckWait,
+		MaxDeliver:     -1,
+		Replicas:       c.Replicas,
+	}})
 	// Each function has its own consumer of the same ticks: the ticks stay in the stream
 	// (limits retention), and each consumer hands every tick to one replica of its function.
 	return append(out,
@@ -324,7 +364,7 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
 	}
-	rep = append(rep, ensureBucket(ctx, js, Bucket(c)))
+	rep = append(rep, ensureBucket(ctx, js, Bucket(c)), ensureBucket(ctx, js, PoliciesBucket(c)))
 	for _, sc := range Consumers(c) {
 		if failed[sc.Stream] {
 			continue // its stream is not as it should be: the report says why

@@ -51,3 +51,41 @@ func DecodePolicyEvent(b []byte) (PolicyEvent, error) {
 	}
 	return e, nil
 }
+
+// HeaderPolicyMeta is the header of a policy revision in the bucket: its PolicyMeta, as JSON.
+// The value stays the policy document alone.
+const HeaderPolicyMeta = "Maint-Policy"
+
+// PolicyMeta is what a policy revision says of how it was written: the ledger of the policy
+// commands of its scope (exactly-once), the revision it replaced and who wrote it.
+type PolicyMeta struct {
+	Ledger
+	// Prev is the bucket revision this one replaced (0: the scope's first): a reader that
+	// keeps fewer revisions can tell whether older ones existed.
+	Prev uint64 `json:"prev,omitempty"`
+	// Actor is who set or deleted the policy (the signer's name when signed).
+	Actor string `json:"actor,omitempty"`
+}
+
+// EncodePolicyMeta marshals the header's value (JSON has no line breaks: a header value may
+// hold it).
+func EncodePolicyMeta(m PolicyMeta) (string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encode policy meta: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodePolicyMeta reads the header's value; an empty one is a revision written by hand (no
+// ledger).
+func DecodePolicyMeta(s string) (PolicyMeta, error) {
+	var m PolicyMeta
+	if s == "" {
+		return m, nil
+	}
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return PolicyMeta{}, fmt.Errorf("decode policy meta: %w", err)
+	}
+	return m, nil
+}

@@ -60,6 +60,14 @@ func PolicySubject(key string) string { return "$KV." + PoliciesBucket + "." + k
 // PoliciesBucketStream is the stream of PoliciesBucket.
 const PoliciesBucketStream = "KV_" + PoliciesBucket
 
+// The header by which a JetStream bucket marks a delete (the key's history kept) and a purge
+// (its history dropped).
+const (
+	HeaderKVOperation = "KV-Operation"
+	KVDelete          = "DEL"
+	KVPurge           = "PURGE"
+)
+
 // CommandSubject is where commands for an entity key are published.
 func CommandSubject(key string) string { return CommandPrefix + key }
 
