@@ -186,12 +186,12 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Name:        domain.EventsStream,
 			Description: "Maintenance-signal outcome events, one per command (audit history)",
 			// Entities' events, and policy commands' one token deeper (their readers apart).
-			Subjects: []string{domain.EventPrefix + "*", domain.PolicyEventPrefix + "*"},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.EventsMaxAge,
-			Duplicates:  c.DuplicateWindow,
-			Storage:     c.Storage,
-			Replicas:    c.Replicas,
+			Subjects:   []string{domain.EventPrefix + "*", domain.PolicyEventPrefix + "*"},
+			Retention:  jetstream.LimitsPolicy,
+			MaxAge:     c.EventsMaxAge,
+			Duplicates: c.DuplicateWindow,
+			Storage:    c.Storage,
+			Replicas:   c.Replicas,
 		},
 		{
 			Name:        domain.PoliciesStream,
