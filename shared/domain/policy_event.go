@@ -65,6 +65,9 @@ type PolicyMeta struct {
 	Prev uint64 `json:"prev,omitempty"`
 	// Actor is who set or deleted the policy (the signer's name when signed).
 	Actor string `json:"actor,omitempty"`
+	// At is when the command was applied: the time of its outcome event, which a redelivery
+	// publishes again as it was.
+	At time.Time `json:"at,omitzero"`
 }
 
 // EncodePolicyMeta marshals the header's value (JSON has no line breaks: a header value may
