@@ -55,6 +55,10 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 	if done, err := d.answered(ctx, key, cmd, msg); done || err != nil {
 		return err
 	}
+	pol, err := d.policyInForce(ctx, key, cmd, msg.Time)
+	if err != nil {
+		return err
+	}
 	// A first delivery may start from the record this replica wrote last (see Cache); a
 	// redelivery, a conflict or any outcome but applied reads the bucket.
 	fresh := msg.Delivered > 1
@@ -63,7 +67,11 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 		if err != nil {
 			return err
 		}
-		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
+		deadline, err := d.deadline(ctx, cur.Record, cmd)
+		if err != nil {
+			return err
+		}
+		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered, Policy: pol, Deadline: deadline}
 		dec := decide(cur.Record, cmd, dl, d.rules, d.now().UTC())
 		dec.Event.Revision = cur.Rev
 		log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())

@@ -40,6 +40,10 @@ type Config struct {
 	// the command was stored is refused unless forced; 0: no minimum.
 	MinNotice time.Duration
 
+	// Deadlines finds the deadline of the campaign whose window a Reschedule moves (nil: no
+	// campaign deadline is checked).
+	Deadlines Deadlines
+
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
 	Events  Publisher

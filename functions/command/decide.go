@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
 )
 
 // action is what the handler does with a command once it is decided.
@@ -34,6 +35,11 @@ type delivery struct {
 	StoredAt time.Time // when the stream stored it: the command's time for every time-based rule
 	// Remembered: the record is this replica's copy of its own last write, not a fresh read.
 	Remembered bool
+	// Policy is the customer's policy in force for the entity when the command was stored
+	// (nil: none, or the task is one no policy refuses); see policyInForce.
+	Policy *policy.Policy
+	// Deadline is the deadline of the campaign whose window a Reschedule moves (zero: none).
+	Deadline time.Time
 }
 
 // settings are the rules of the decision: the same on every replica.
@@ -85,20 +91,21 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	if rej := signedOnce(rec, cmd, d.StoredAt, rules.MaxCommandAge); rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "signature expired"}
 	}
-	if rej := domain.CheckNotice(cmd, d.StoredAt, rules.MinNotice); rej != nil {
-		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "too little notice"}
+	verdict := enforcePolicy(cmd, d, rules)
+	if verdict.Rejection != nil {
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, verdict.Rejection, at), Why: "refused by the notice or the policy in force"}
 	}
 	adm := rules.Admission
 	tokens, ok := adm.Admit(rec, d.StoredAt)
 	if !ok {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, domain.TooMany(), at), Why: "over the entity's admission"}
 	}
-	next, tr, rej := domain.Apply(rec, cmd, at)
+	next, tr, rej := transition(rec, cmd, d, at)
 	if rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "not allowed"}
 	}
 	ev := domain.Applied(cmd, tr, at)
-	ev.CommandSeq = d.Seq
+	ev.CommandSeq, ev.Override = d.Seq, verdict.Override
 	next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
 	next.Remember(cmd.ID)
 	next.LastEvent = &ev
