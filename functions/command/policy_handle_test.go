@@ -20,7 +20,9 @@ import (
 
 const policyRG = "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg-1"
 
-func inRG(name string) string { return policyRG + "/providers/Microsoft.RedHatOpenShift/openShiftClusters/" + name }
+func inRG(name string) string {
+	return policyRG + "/providers/Microsoft.RedHatOpenShift/openShiftClusters/" + name
+}
 
 // setPolicy sends a policy command for the scope through a running policies function and waits
 // for it to apply.
