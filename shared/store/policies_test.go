@@ -180,3 +180,40 @@ func TestPolicies_AtRefusesToGuessAForgottenRevision(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPolicies_At is what a policy look-up costs a command: in memory, for a stored time
+// the view is known to cover (a backlog, a redelivery), and with a barrier round for a command
+// stored just now and looked up alone (under load, one round serves many commands).
+func BenchmarkPolicies_At(b *testing.B) {
+	env := testenv.Start(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := store.OpenPolicies(ctx, env.JS, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := nats.NewMsg(domain.PolicySubject(domain.MustKey(rgScope)))
+	m.Data = []byte(`{"scope": "` + rgScope + `", "minNotice": "1h"}`)
+	if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+		b.Fatal(err)
+	}
+	key := domain.MustKey(entity)
+	past := time.Now()
+	if _, err := p.At(ctx, key, past); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("covered", func(b *testing.B) {
+		for b.Loop() {
+			if r, err := p.At(ctx, key, past); err != nil || r == nil {
+				b.Fatal(r, err)
+			}
+		}
+	})
+	b.Run("barrier", func(b *testing.B) {
+		for b.Loop() {
+			if r, err := p.At(ctx, key, time.Now()); err != nil || r == nil {
+				b.Fatal(r, err)
+			}
+		}
+	})
+}

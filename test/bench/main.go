@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -policy-only]
 package main
 
 import (
@@ -52,6 +52,7 @@ func main() {
 	flag.IntVar(&partitions, "partitions", 0, "command partitions (0: the provisioning default)")
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
+	policyOnly := flag.Bool("policy-only", false, "only the command throughput with a customer's policy in force and without")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -76,8 +77,11 @@ func main() {
 	}
 	s.keys = cmp.Or(*entities, s.keys)
 	runner := run
-	if signedOnly {
+	switch {
+	case signedOnly:
 		runner = benchSignedOnly
+	case *policyOnly:
+		runner = benchPolicyOnly
 	}
 	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -129,6 +133,10 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return fmt.Errorf("signed commands: %w", err)
 	}
 	fmt.Fprintf(out, "command function, 4 replicas, %d commands over %d entities: %v\n", s.throughputN, s.keys, signed)
+	pol, err := comparePolicy(ctx, srv, s.throughputN, s.keys)
+	if err != nil {
+		return fmt.Errorf("policies: %w", err)
+	}
 	wh, err := benchWebhook(ctx, js, s.webhookN, s.keys, out)
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
@@ -146,6 +154,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return fmt.Errorf("durable R3: %w", err)
 	}
 	durableLines := func() {
+		printPolicy(out, s, pol)
 		fmt.Fprintf(out, "ratio durable_command_r1 %.2f\nratio durable_command_r3 %.2f\nms durable_p99_r3 %.1f\n", r1.ratio(), r3.ratio(), ms(r3.p99))
 		fmt.Fprintf(out, "ratio signed_command %.2f\nratio signed_command_r1 %.2f\nratio signed_command_r3 %.2f\n", signed.ratio(), r1.signed.ratio(), r3.signed.ratio())
 	}
