@@ -13,6 +13,7 @@ import (
 	"maintsignals/shared/function"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // maxConflicts bounds re-read rounds on a lost compare-and-swap (a racing copy of the command).
@@ -103,21 +104,19 @@ func (a *Applier) gate(msg function.Message, key, msgID string) (policy.Command,
 }
 
 // load reads the scope's last revision (a delete included), with its header, from the stream
-// leader (provisioning turns direct gets off on a replicated bucket).
+// leader (provisioning turns direct gets off on a replicated bucket). A header that does not
+// decode will not on a retry either: an operator must repair the scope.
 func (a *Applier) load(ctx context.Context, key string) (current, error) {
-	m, err := a.bucket.GetLastMsgForSubject(ctx, domain.PolicySubject(key))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	r, err := store.LastPolicy(ctx, a.bucket, key)
+	switch {
+	case errors.Is(err, store.ErrCorruptRecord):
+		return current{}, function.Permanent(err)
+	case err != nil:
+		return current{}, err
+	case r == nil:
 		return current{}, nil
 	}
-	if err != nil {
-		return current{}, fmt.Errorf("read policy %s: %w", key, err)
-	}
-	meta, err := domain.DecodePolicyMeta(m.Header.Get(domain.HeaderPolicyMeta))
-	if err != nil {
-		return current{}, function.Permanent(fmt.Errorf("read policy %s: %w", key, err))
-	}
-	op := m.Header.Get(domain.HeaderKVOperation)
-	return current{Rev: m.Sequence, Deleted: op == domain.KVDelete || op == domain.KVPurge, Meta: meta, StoredAt: m.Time}, nil
+	return current{Rev: r.Seq, Deleted: r.Deleted, Meta: r.Meta, StoredAt: r.At}, nil
 }
 
 var errConflict = errors.New("the scope's policy changed since it was read")

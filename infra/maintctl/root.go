@@ -32,11 +32,15 @@ const (
 
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
-	var oe *client.OutcomeError
+	var (
+		oe *client.OutcomeError
+		pe *client.PolicyOutcomeError
+		ne *notAllowedError
+	)
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &oe):
+	case errors.As(err, &oe), errors.As(err, &pe), errors.As(err, &ne):
 		return exitRejected
 	case errors.Is(err, client.ErrNoOutcome):
 		return exitNoResult
@@ -85,9 +89,9 @@ every command with that nkey seed (see ` + "`maintctl up --signers`" + `). When 
 authenticates and signs, as an updater may, pass the same seed file to both:
 --nkey updater.nk --sign-key updater.nk.
 
-Exit status: 0 on success; 2 when a command was rejected or dead-lettered; 3 when no outcome
-came in time (the command is stored and takes effect once a command function runs); 1 for
-any other error.`
+Exit status: 0 on success; 2 when a command was rejected or dead-lettered (or ` + "`policy check`" + `
+finds the window not allowed); 3 when no outcome came in time (the command is stored and
+takes effect once a command function runs); 1 for any other error.`
 
 const rootExample = `  # the whole stack on this machine (NATS on 127.0.0.1:4222, data in ./maintsignals-data)
   maintctl up
@@ -202,6 +206,9 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}
+	policyCmd := a.policyCommand()
+	policyCmd.GroupID = "admin"
+	root.AddCommand(policyCmd)
 	dlqCmd := a.dlqCommand()
 	dlqCmd.GroupID = "dlq"
 	root.AddCommand(dlqCmd)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
@@ -108,15 +109,84 @@ func (p *Policies) follow(it jetstream.MessagesContext) {
 }
 
 func revisionOf(msg jetstream.Msg, md *jetstream.MsgMetadata) *Revision {
-	r := &Revision{Key: strings.TrimPrefix(msg.Subject(), domain.PolicySubject("")), Seq: md.Sequence.Stream, At: md.Timestamp, Value: msg.Data()}
-	switch msg.Headers().Get(domain.HeaderKVOperation) {
+	r, err := newRevision(msg.Subject(), md.Sequence.Stream, md.Timestamp, msg.Headers(), msg.Data())
+	if err != nil {
+		// A header written by hand: the revision stands, without a ledger (the policies
+		// function refuses to build on it).
+		r.Meta = domain.PolicyMeta{}
+	}
+	return r
+}
+
+// newRevision reads a message of the bucket's stream; the error is a meta header that does
+// not decode (the revision is returned all the same).
+func newRevision(subject string, seq uint64, at time.Time, h nats.Header, data []byte) (*Revision, error) {
+	r := &Revision{Key: strings.TrimPrefix(subject, domain.PolicySubject("")), Seq: seq, At: at, Value: data}
+	switch h.Get(domain.HeaderKVOperation) {
 	case domain.KVDelete:
 		r.Deleted = true
 	case domain.KVPurge:
 		r.Deleted, r.purged = true, true
 	}
-	r.Meta, _ = domain.DecodePolicyMeta(msg.Headers().Get(domain.HeaderPolicyMeta))
-	return r
+	var err error
+	if r.Meta, err = domain.DecodePolicyMeta(h.Get(domain.HeaderPolicyMeta)); err != nil {
+		return r, fmt.Errorf("policy %s revision %d: %w: %w", r.Key, seq, ErrCorruptRecord, err)
+	}
+	return r, nil
+}
+
+// LastPolicy reads the last revision of scope key (a delete included) from the bucket's
+// stream, at its leader; nil when the scope never had a policy. A meta header that does not
+// decode is an error wrapping ErrCorruptRecord.
+func LastPolicy(ctx context.Context, bucket jetstream.Stream, key string) (*Revision, error) {
+	m, err := bucket.GetLastMsgForSubject(ctx, domain.PolicySubject(key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read policy %s: %w", key, err)
+	}
+	return newRevision(m.Subject, m.Sequence, m.Time, m.Header, m.Data)
+}
+
+// ScanPolicies calls fn with the last revision of every scope of the bucket, in one pass as the
+// bucket is when it starts (deletes included: fn tells them by Deleted).
+func ScanPolicies(ctx context.Context, bucket jetstream.Stream, fn func(*Revision) error) error {
+	info, err := bucket.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("scan policies: %w", err)
+	}
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	cons, err := bucket.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{domain.PolicySubject(">")},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("scan policies: %w", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("scan policies: %w", err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("scan policies: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("scan policies: %w", err)
+		}
+		if err := fn(revisionOf(msg, md)); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
 }
 
 // apply adds a revision, keeping at most as many per scope as the bucket does (so that every
