@@ -107,6 +107,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 				KVSubjects,                // record writes (compare-and-swap puts)
 			},
 			readStream(kvStream), // record reads, and the emitter's scan (an ordered consumer)
+			// The command function's view of the policies (an ordered consumer from the first
+			// revision, and the bucket's state for its barrier).
+			readStream(domain.PoliciesBucketStream),
 			consume(domain.CommandsStream, "*"),
 			// A replica that stops hands its pinned partitions over at once.
 			[]string{api + "CONSUMER.UNPIN." + domain.CommandsStream + ".*"},
