@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -74,47 +75,59 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered, Policy: pol, Deadline: deadline}
 		dec := decide(cur.Record, cmd, dl, d.rules, d.now().UTC())
 		dec.Event.Revision = cur.Rev
-		log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())
-		switch dec.Action {
-		case actReread:
-			fresh = true
-			continue
-		case actSkip:
-			log.Info("command handled before; nothing to do", "why", dec.Why, "last_seq", cur.Record.LastCommandSeq)
-			return nil
-		case actRepublish:
-			log.Info("command applied before; publishing its outcome again")
-			return d.publish(ctx, key, eventMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
-		case actDuplicate:
-			d.metrics.command(ctx, domain.OutcomeDuplicate, "")
-			return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
-		case actReject:
-			return d.rejected(ctx, key, cmd, dec.Event)
-		}
-		// Commit only while this replica still holds the command: one that lost it (cut off,
-		// its lease run out, its pin moved) leaves it to the replica that has it now.
-		if err := function.Holding(ctx); err != nil {
+		if done, err := d.act(ctx, key, cmd, msg, cur, dec); done || err != nil {
 			return err
 		}
-		newRev, err := d.records.Put(ctx, key, cur, dec.Next)
-		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
-			log.Debug("record moved on; re-reading", "err", err)
-			d.cache.forget(key)
-			fresh = true
-			continue
-		}
-		if err != nil {
-			d.cache.forget(key)
-			return fmt.Errorf("write record: %w", err)
-		}
-		d.cache.put(key, dec.Next, newRev)
-		dec.Event.Revision = newRev
-		d.metrics.transition(ctx, dec.Transition, cmd.Task)
-		d.metrics.command(ctx, domain.OutcomeApplied, "")
-		log.Info("command applied", "task", cmd.Task, "from", dec.Transition.From, "to", dec.Transition.To, "outcome", domain.OutcomeApplied, "revision", newRev)
-		return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
+		fresh = true
 	}
 	return fmt.Errorf("record of %s kept changing: %w", key, store.ErrConflict)
+}
+
+// act carries out the decision on cur; not done: decide again on a fresh read.
+func (d *Applier) act(ctx context.Context, key string, cmd domain.Command, msg function.Message, cur store.Versioned, dec decision) (done bool, err error) {
+	log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq, "action", dec.Action.String())
+	switch dec.Action {
+	case actReread:
+		return false, nil
+	case actSkip:
+		log.Info("command handled before; nothing to do", "why", dec.Why, "last_seq", cur.Record.LastCommandSeq)
+		return true, nil
+	case actRepublish:
+		log.Info("command applied before; publishing its outcome again")
+		return true, d.publish(ctx, key, eventMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
+	case actDuplicate:
+		d.metrics.command(ctx, domain.OutcomeDuplicate, "")
+		return true, d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
+	case actReject:
+		return true, d.rejected(ctx, key, cmd, dec.Event)
+	}
+	return d.commit(ctx, key, cmd, msg, cur, dec, log)
+}
+
+// commit writes an applied decision over cur and publishes its outcome; not done: the record
+// moved on meanwhile.
+func (d *Applier) commit(ctx context.Context, key string, cmd domain.Command, msg function.Message, cur store.Versioned, dec decision, log *slog.Logger) (done bool, err error) {
+	// Commit only while this replica still holds the command: one that lost it (cut off,
+	// its lease run out, its pin moved) leaves it to the replica that has it now.
+	if err := function.Holding(ctx); err != nil {
+		return true, err
+	}
+	newRev, err := d.records.Put(ctx, key, cur, dec.Next)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
+		log.Debug("record moved on; re-reading", "err", err)
+		d.cache.forget(key)
+		return false, nil
+	}
+	if err != nil {
+		d.cache.forget(key)
+		return true, fmt.Errorf("write record: %w", err)
+	}
+	d.cache.put(key, dec.Next, newRev)
+	dec.Event.Revision = newRev
+	d.metrics.transition(ctx, dec.Transition, cmd.Task)
+	d.metrics.command(ctx, domain.OutcomeApplied, "")
+	log.Info("command applied", "task", cmd.Task, "from", dec.Transition.From, "to", dec.Transition.To, "outcome", domain.OutcomeApplied, "revision", newRev)
+	return true, d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
 }
 
 // answered reports whether a redelivered command already has its outcome: events of an entity
@@ -180,29 +193,30 @@ func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Comman
 	return cmd, nil
 }
 
-// reject publishes the rejection of a command refused at the gate (it does not decode, or its
-// signature does not hold). The record is read only to report its state, and to see whether
-// the command was handled already (a late copy from a replica that lost it); a rejection never
-// writes it.
+// reject publishes the rejection of a command refused at the gate (decideRejection). The
+// record is read only to report its state, and to see whether the command was handled already;
+// a rejection never writes it.
 func (d *Applier) reject(ctx context.Context, key string, msg function.Message, cmd domain.Command, rej *domain.Rejection) error {
-	state := domain.StateNone
-	var rev uint64
+	var (
+		rec *domain.Record
+		rev uint64
+	)
 	if key != "" {
-		rec, r, err := d.records.Get(ctx, key)
+		r, rv, err := d.records.Get(ctx, key)
 		switch {
 		case err == nil:
-			if rec.HandledBefore(msg.Seq, msg.Time) {
-				d.log.Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
-				return nil
-			}
-			state, rev = rec.State, r
+			rec, rev = &r, rv
 		case !errors.Is(err, store.ErrInvalidKey):
 			return readError(err)
 		}
 	}
-	ev := domain.Rejected(cmd, state, rej, d.now().UTC())
-	ev.Revision, ev.CommandSeq = rev, msg.Seq
-	return d.rejected(ctx, key, cmd, ev)
+	dec := decideRejection(rec, cmd, rej, delivery{Seq: msg.Seq, StoredAt: msg.Time}, d.now().UTC())
+	if dec.Action == actSkip {
+		d.log.Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
+		return nil
+	}
+	dec.Event.Revision = rev
+	return d.rejected(ctx, key, cmd, dec.Event)
 }
 
 // rejected publishes a rejection outcome.
@@ -212,33 +226,31 @@ func (d *Applier) rejected(ctx context.Context, key string, cmd domain.Command, 
 	return d.publish(ctx, key, eventMsgID(cmd.ID, ev.CommandSeq), ev)
 }
 
-// deadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
-// the record shows the command was applied and only its event failed (then the applied event
-// is published: an outcome is never replaced by a wrong one), or that it was handled before
-// (a late copy: its outcome exists).
+// deadLetter publishes the outcome of a command the runtime gave up on (decideDeadLetter).
 func (d *Applier) deadLetter(ctx context.Context, msg function.Message, reason string) error {
 	key := domain.KeyFromSubject(msg.Subject)
 	cmd, _ := domain.DecodeCommand(msg.Data, key, "")
 	if cmd.ID == "" {
 		cmd.ID = msg.Header.Get(domain.HeaderMsgID)
 	}
-	// The record is read if it can be (often it cannot: that is why the command is here). A
-	// state that cannot be read is reported as "" rather than guessed.
-	var state domain.State
-	var rev uint64
-	if rec, r, err := d.records.Get(ctx, key); err == nil {
-		if appliedLast(rec, cmd.ID, msg.Seq) {
-			return d.republish(ctx, key, rec, r)
-		}
-		if rec.HandledBefore(msg.Seq, msg.Time) {
-			return nil
-		}
-		state, rev = rec.State, r
+	// The record is read if it can be (often it cannot: that is why the command is here).
+	var (
+		rec *domain.Record
+		rev uint64
+	)
+	if r, rv, err := d.records.Get(ctx, key); err == nil {
+		rec, rev = &r, rv
 	}
-	ev := domain.DeadLettered(cmd, state, reason, d.now().UTC())
-	ev.Revision, ev.CommandSeq = rev, msg.Seq
+	dec := decideDeadLetter(rec, cmd, reason, delivery{Seq: msg.Seq, StoredAt: msg.Time}, d.now().UTC())
+	switch dec.Action {
+	case actSkip:
+		return nil
+	case actRepublish:
+		return d.republish(ctx, key, *rec, rev)
+	}
+	dec.Event.Revision = rev
 	d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
-	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
+	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", dec.Event)
 }
 
 // republish publishes again the outcome of the command that wrote rec at revision rev: the very

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"maintsignals/functions/command"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/store"
@@ -210,7 +209,7 @@ func TestHandle_TransientFailureIsRetriedThenApplied(t *testing.T) {
 }
 
 func TestHandle_ExhaustedRetriesAreDeadLettered(t *testing.T) {
-	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 3 }))
+	env := testenv.Start(t)
 	st, _ := store.Open(context.Background(), env.JS)
 	broken := &flakyRecords{Records: st, n: -1}
 	startReplicas(t, env, 1, command.Config{Records: broken, MaxDeliver: 3})
@@ -239,7 +238,7 @@ func TestHandle_ExhaustedRetriesAreDeadLettered(t *testing.T) {
 }
 
 func TestDeadLetter_AppliedCommandKeepsItsAppliedOutcome(t *testing.T) {
-	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 3 }))
+	env := testenv.Start(t)
 	// Every try writes nothing new after the first, and the event fails three times: the
 	// runtime gives up, yet the outcome must say what happened to the record.
 	startReplicas(t, env, 1, command.Config{Events: &flakyEvents{Publisher: env.JS, n: 3}, MaxDeliver: 3})

@@ -17,8 +17,8 @@ import (
 
 // Config configures a replica of the command function. Zero fields take the defaults.
 type Config struct {
-	// MaxDeliver is the delivery budget before a command is dead-lettered; it matches
-	// provisioning (domain.DefaultMaxDeliver unless set otherwise there).
+	// MaxDeliver is the delivery budget before a command is dead-lettered; zero takes the
+	// runtime's, function.DefaultMaxDeliver.
 	MaxDeliver int
 	Log        *slog.Logger
 	// Meters provides the function's meters (its own metrics under scopeName, the handler
@@ -89,7 +89,7 @@ func (c Config) withDefaults() (Config, error) {
 	); err != nil {
 		return c, err
 	}
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, domain.DefaultMaxDeliver)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, function.DefaultMaxDeliver)
 	c.Log = cmp.Or(c.Log, slog.Default())
 	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
 	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)

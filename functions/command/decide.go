@@ -20,12 +20,14 @@ const (
 	actRepublish
 	// actSkip does nothing: the command already has its outcome.
 	actSkip
+	// actDeadLetter publishes decision.Event, the dead_lettered outcome, and writes nothing.
+	actDeadLetter
 	// actReread decides again on a fresh read: the remembered record would not apply the command,
 	// and only an applied outcome may be decided on a remembered record (its write checks it).
 	actReread
 )
 
-var actionNames = [...]string{actApply: "apply", actReject: "reject", actDuplicate: "duplicate", actRepublish: "republish", actSkip: "skip", actReread: "reread"}
+var actionNames = [...]string{actApply: "apply", actReject: "reject", actDuplicate: "duplicate", actRepublish: "republish", actSkip: "skip", actReread: "reread", actDeadLetter: "dead-letter"}
 
 func (a action) String() string { return actionNames[a] }
 
@@ -122,6 +124,45 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 		next.RememberSigned("", time.Time{}, horizon)
 	}
 	return decision{Action: actApply, Next: next, Event: ev, Transition: tr, Why: "applied"}
+}
+
+// decideRejection is the outcome of a command refused at the gate (it does not decode, or its
+// signature does not hold), on its entity's record as read (nil: there is none to read, the
+// key being invalid): nothing when the record shows the command handled before (a late copy
+// from a replica that lost it), else the rejection in the record's unchanged state.
+func decideRejection(rec *domain.Record, cmd domain.Command, rej *domain.Rejection, d delivery, at time.Time) decision {
+	state := domain.StateNone
+	if rec != nil {
+		if rec.HandledBefore(d.Seq, d.StoredAt) {
+			return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}
+		}
+		state = rec.State
+	}
+	ev := domain.Rejected(cmd, state, rej, at)
+	ev.CommandSeq = d.Seq
+	return decision{Action: actReject, Event: ev, Why: "refused at the gate"}
+}
+
+// decideDeadLetter is the outcome of a command the runtime gave up on, for reason, on its
+// entity's record as read (nil: it could not be read, often why the command is here; the state
+// is then reported as "" rather than guessed): the applied outcome again when the record shows
+// the command applied and only its event failed (an outcome is never replaced by a wrong one),
+// nothing when it shows the command handled before (a late copy: its outcome exists), else
+// dead_lettered.
+func decideDeadLetter(rec *domain.Record, cmd domain.Command, reason string, d delivery, at time.Time) decision {
+	var state domain.State
+	if rec != nil {
+		switch {
+		case appliedLast(*rec, cmd.ID, d.Seq):
+			return decision{Action: actRepublish, Event: *rec.LastEvent, Why: "applied; only its outcome failed"}
+		case rec.HandledBefore(d.Seq, d.StoredAt):
+			return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}
+		}
+		state = rec.State
+	}
+	ev := domain.DeadLettered(cmd, state, reason, at)
+	ev.CommandSeq = d.Seq
+	return decision{Action: actDeadLetter, Event: ev, Why: "given up"}
 }
 
 // signedOnce refuses a signed command that is too old or too far ahead of the stream's clock

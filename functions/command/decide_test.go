@@ -10,7 +10,9 @@ import (
 )
 
 // TestDecide is every exactly-once rule as a row: the record, the command and the delivery
-// facts in, the decision out, without a broker.
+// facts in, the decision out, without a broker. Rows with gate are commands refused before
+// they are decided (decideRejection), rows with gaveUp commands the runtime gave up on
+// (decideDeadLetter); unread: no record could be read.
 func TestDecide(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	const id = "/subscriptions/s/resourceGroups/rg/providers/p/c1"
@@ -46,6 +48,9 @@ func TestDecide(t *testing.T) {
 	updating := applied(domain.StatePlanned, "c-10", 10, t0)
 	updating.Updating, updating.Task = true, domain.TaskEverything
 	limit := domain.Admission{Rate: 1, Burst: 2}
+	garbled := &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: "not JSON"}
+	badKey := &domain.Rejection{Code: domain.CodeInvalidParameter, Target: "resourceId", Message: "does not encode to the subject's key"}
+	unsigned := &domain.Rejection{Code: domain.CodeUnauthorized, Message: "signature missing"}
 	drained := pending
 	drained.AdmitTokens, drained.AdmitAt = 0.5, t0
 
@@ -55,6 +60,9 @@ func TestDecide(t *testing.T) {
 		cmd      domain.Command
 		d        delivery
 		rules    settings
+		gate     *domain.Rejection
+		gaveUp   string
+		unread   bool
 		want     action
 		wantTo   domain.State
 		wantCode domain.Code
@@ -122,15 +130,46 @@ func TestDecide(t *testing.T) {
 			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second), Remembered: true}, want: actReread},
 		{name: "a remembered record never decides a duplicate", rec: pending, cmd: cmd("c-10", domain.TaskNone),
 			d: delivery{Seq: 12, StoredAt: t0.Add(time.Second), Remembered: true}, want: actReread},
+
+		{name: "refused at the gate: rejected in the record's unchanged state", rec: pending, cmd: cmd("c-11", ""), gate: garbled,
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeInvalidRequestContent},
+		{name: "refused at the gate with no record to read (an invalid key): rejected in state None", unread: true, cmd: cmd("", ""), gate: badKey,
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actReject, wantCode: domain.CodeInvalidParameter},
+		{name: "refused at the gate, a late copy of a command stored before the record's: nothing to do", rec: pending, cmd: cmd("c-9", ""), gate: unsigned,
+			d: delivery{Seq: 9, StoredAt: t0.Add(-time.Second)}, want: actSkip},
+		{name: "given up while the record cannot be read: dead-lettered, its state not guessed", unread: true, cmd: cmd("c-11", domain.TaskNone), gaveUp: "bucket unreachable",
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actDeadLetter},
+		{name: "given up on the next command: dead-lettered in the record's state", rec: pending, cmd: cmd("c-11", domain.TaskNone), gaveUp: "gave up after 10 deliveries",
+			d: delivery{Seq: 11, StoredAt: t0.Add(time.Second)}, want: actDeadLetter},
+		{name: "given up once the record was written, only the outcome failing: the applied outcome again", rec: pending, cmd: cmd("c-10", domain.TaskPending), gaveUp: "publish outcome event: timeout",
+			d: delivery{Seq: 10, StoredAt: t0}, want: actRepublish},
+		{name: "given up on a late copy of an older command: nothing to do", rec: pending, cmd: cmd("c-9", domain.TaskNone), gaveUp: "lease lost",
+			d: delivery{Seq: 9, StoredAt: t0.Add(-time.Second)}, want: actSkip},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := t0.Add(time.Hour)
 			if tc.rules.MaxCommandAge == 0 {
 				tc.rules.MaxCommandAge = 15 * time.Minute
 			}
-			dec := decide(tc.rec, tc.cmd, tc.d, tc.rules, at)
+			var rec *domain.Record
+			if !tc.unread {
+				rec = &tc.rec
+			}
+			var dec decision
+			switch {
+			case tc.gate != nil:
+				dec = decideRejection(rec, tc.cmd, tc.gate, tc.d, at)
+			case tc.gaveUp != "":
+				dec = decideDeadLetter(rec, tc.cmd, tc.gaveUp, tc.d, at)
+			default:
+				dec = decide(tc.rec, tc.cmd, tc.d, tc.rules, at)
+			}
 			if dec.Action != tc.want {
 				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
+			}
+			state := tc.rec.State // unchanged by a refusal or a dead letter
+			if tc.unread && tc.gate != nil {
+				state = domain.StateNone
 			}
 			switch dec.Action {
 			case actApply:
@@ -151,8 +190,12 @@ func TestDecide(t *testing.T) {
 					}
 				}
 			case actReject:
-				if dec.Event.Outcome != domain.OutcomeRejected || dec.Event.Code != tc.wantCode || dec.Event.From != tc.rec.State || dec.Event.To != tc.rec.State {
-					t.Errorf("event %+v, want rejected %s in the unchanged state", dec.Event, tc.wantCode)
+				if dec.Event.Outcome != domain.OutcomeRejected || dec.Event.Code != tc.wantCode || dec.Event.From != state || dec.Event.To != state || dec.Event.CommandSeq != tc.d.Seq {
+					t.Errorf("event %+v, want rejected %s in the unchanged state %q", dec.Event, tc.wantCode, state)
+				}
+			case actDeadLetter:
+				if dec.Event.Outcome != domain.OutcomeDeadLettered || dec.Event.Message != tc.gaveUp || dec.Event.From != state || dec.Event.To != state || dec.Event.CommandSeq != tc.d.Seq {
+					t.Errorf("event %+v, want dead_lettered for %q in the unchanged state %q", dec.Event, tc.gaveUp, state)
 				}
 			case actRepublish:
 				if *tc.rec.LastEvent != dec.Event {

@@ -233,7 +233,7 @@ func TestHandle_SendersSharingAKeyWithSkewedClocksAreAllApplied(t *testing.T) {
 // entity were applied, is applied: it never was. A copy of it sent again after that is not.
 func TestHandle_SignedDeadLetterReplayedAfterNewerCommandsIsApplied(t *testing.T) {
 	admin, policy := adminPolicy(t)
-	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
+	env := testenv.Start(t)
 	st, err := store.Open(context.Background(), env.JS)
 	if err != nil {
 		t.Fatal(err)

@@ -170,38 +170,32 @@ func (e *Emitter) emit(ctx context.Context) (Result, error) {
 	now := e.cfg.Now()
 	b := newBatcher(now, e.cfg)
 	em := e.tel.NewEmission()
-
 	// The exporter runs beside the scan: one batch is sent while the next is built.
-	var (
-		res       Result
-		exportErr error
-		batches   = make(chan metricdata.ScopeMetrics, 1)
-		done      = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for sm := range batches {
-			if exportErr != nil {
-				continue
-			}
-			if err := em.Export(ctx, sm); err != nil {
-				exportErr = err
-				cancel() // stop the scan: this run has failed
-				continue
-			}
-			res.Requests++
-		}
-	}()
-	send := func(sm metricdata.ScopeMetrics) error {
-		select {
-		case batches <- sm:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	x := startExport(ctx, cancel, em)
+	var res Result
+	scanErr := e.scan(ctx, now, b, &res, x.send)
+	if scanErr == nil {
+		scanErr = x.send(b.finish())
 	}
+	requests, exportErr := x.wait()
+	res.Requests = requests
+	res.Entities, res.Points, res.ByState = b.entities, b.points, b.byState
+	switch {
+	case exportErr != nil:
+		em.Abort()
+		return res, fmt.Errorf("emitter: %w: %w", ErrExport, exportErr)
+	case scanErr != nil:
+		em.Abort()
+		return res, fmt.Errorf("emitter: %w: %w", ErrScan, scanErr)
+	}
+	em.Commit()
+	return res, nil
+}
 
-	scanErr := e.store.Scan(ctx, func(en store.Entry, derr error) error {
+// scan reads the bucket into b, handing each full batch to send, and counts in res the
+// records it skipped (unreadable) or dropped (retention ran out).
+func (e *Emitter) scan(ctx context.Context, now time.Time, b *batcher, res *Result, send func(metricdata.ScopeMetrics) error) error {
+	return e.store.Scan(ctx, func(en store.Entry, derr error) error {
 		si := stateIndex(en.Record.State)
 		if derr != nil || si < 0 {
 			res.Corrupt++
@@ -222,23 +216,53 @@ func (e *Emitter) emit(ctx context.Context) (Result, error) {
 		}
 		return nil
 	})
-	if scanErr == nil {
-		scanErr = send(b.finish())
-	}
-	close(batches)
-	<-done
+}
 
-	res.Entities, res.Points, res.ByState = b.entities, b.points, b.byState
-	switch {
-	case exportErr != nil:
-		em.Abort()
-		return res, fmt.Errorf("emitter: %w: %w", ErrExport, exportErr)
-	case scanErr != nil:
-		em.Abort()
-		return res, fmt.Errorf("emitter: %w: %w", ErrScan, scanErr)
+// export sends the batches of one run in order, beside the scan; its first failure cancels
+// the run (cancel), and the batches after it are dropped.
+type export struct {
+	ctx      context.Context
+	batches  chan metricdata.ScopeMetrics
+	done     chan struct{}
+	requests int
+	err      error
+}
+
+func startExport(ctx context.Context, cancel context.CancelFunc, em *telemetry.Emission) *export {
+	x := &export{ctx: ctx, batches: make(chan metricdata.ScopeMetrics, 1), done: make(chan struct{})}
+	go func() {
+		defer close(x.done)
+		for sm := range x.batches {
+			if x.err != nil {
+				continue
+			}
+			if err := em.Export(ctx, sm); err != nil {
+				x.err = err
+				cancel() // stop the scan: this run has failed
+				continue
+			}
+			x.requests++
+		}
+	}()
+	return x
+}
+
+// send queues one batch, or fails when the run is over.
+func (x *export) send(sm metricdata.ScopeMetrics) error {
+	select {
+	case x.batches <- sm:
+		return nil
+	case <-x.ctx.Done():
+		return x.ctx.Err()
 	}
-	em.Commit()
-	return res, nil
+}
+
+// wait ends the export once the queued batches are sent: the requests that went out and the
+// first failure.
+func (x *export) wait() (int, error) {
+	close(x.batches)
+	<-x.done
+	return x.requests, x.err
 }
 
 // Health metrics of the emitter, exported with the process's other SDK instruments.

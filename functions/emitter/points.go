@@ -108,29 +108,15 @@ func newBatcher(now time.Time, cfg Config) *batcher {
 // not fit in the current batch, the batch so far is returned first (ok true) and the entity
 // starts the next.
 func (b *batcher) add(resourceID string, si int, r domain.Record) (full metricdata.ScopeMetrics, ok bool) {
-	n := len(domain.States)
-	size := n * (pointOverhead + len(resourceID) + len("customer_action_needed"))
-	if b.pucm {
-		n++
-		size += pointOverhead + len(resourceID) + len("customerActionNeeded")
-	}
 	// A time that was never set is left out rather than sent as 1970.
 	hasWindow := r.Window != nil && !r.Window.Start.IsZero() && !r.Window.End.IsZero()
 	hasSince := !r.StateSince.IsZero()
-	times := 0
-	if hasWindow {
-		times += 2
-	}
-	if hasSince {
-		times++
-	}
-	n += times
-	size += times * (pointOverhead + len(resourceID))
+	n, size := b.footprint(len(resourceID), hasWindow, hasSince)
 	if b.entityPoints() > 0 && (b.entityPoints()+n > b.maxPts || b.bytes+size > b.maxBytes) {
 		full, ok = b.take(), true
 	}
 	id := attribute.String(AttrResourceID, resourceID)
-	if times > 0 {
+	if hasWindow || hasSince {
 		idSet := attribute.NewSet(id)
 		if hasWindow {
 			b.winStart = append(b.winStart, metricdata.DataPoint[float64]{Attributes: idSet, Time: b.now, Value: unixSeconds(r.Window.Start)})
@@ -146,6 +132,36 @@ func (b *batcher) add(resourceID string, si int, r domain.Record) (full metricda
 	if r.Stuck(b.now, b.stuckAt) {
 		b.stuck++
 	}
+	b.addStatus(id, resourceID, si)
+	b.bytes += size
+	b.byState[si]++
+	b.entities++
+	b.points += n
+	return full, ok
+}
+
+// footprint is how many points an entity takes and their estimated encoded size, for a
+// resource ID of idLen bytes.
+func (b *batcher) footprint(idLen int, hasWindow, hasSince bool) (n, size int) {
+	n = len(domain.States)
+	size = n * (pointOverhead + idLen + len("customer_action_needed"))
+	if b.pucm {
+		n++
+		size += pointOverhead + idLen + len("customerActionNeeded")
+	}
+	times := 0
+	if hasWindow {
+		times += 2
+	}
+	if hasSince {
+		times++
+	}
+	return n + times, size + times*(pointOverhead+idLen)
+}
+
+// addStatus adds the entity's state set (1 for state si, 0 for the others) and, with PUCM,
+// its compatibility point.
+func (b *batcher) addStatus(id attribute.KeyValue, resourceID string, si int) {
 	for i := range domain.States {
 		var v int64
 		if i == si {
@@ -167,11 +183,6 @@ func (b *batcher) add(resourceID string, si int, r domain.Record) (full metricda
 			Value: 1,
 		})
 	}
-	b.bytes += size
-	b.byState[si]++
-	b.entities++
-	b.points += n
-	return full, ok
 }
 
 // entityPoints is the number of per-entity points in the current batch.

@@ -149,11 +149,24 @@ func (n *Notifier) runOnce(ctx context.Context) (result, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
 	now := n.cfg.Now()
+	keep := map[string]sent{}
+	due, res, err := n.scan(ctx, now, keep)
+	if err != nil {
+		n.replace(keep)
+		return res, fmt.Errorf("notices: read the bucket: %w", err)
+	}
+	err = n.publishDue(ctx, due, now, keep, &res)
+	n.replace(keep)
+	return res, err
+}
+
+// scan reads the bucket and returns the entities that have a notice due which did not go out
+// yet; an entity whose notice the replica knows went out is kept in keep.
+func (n *Notifier) scan(ctx context.Context, now time.Time, keep map[string]sent) ([]entry, result, error) {
 	var (
 		res   result
 		due   []entry
 		known = n.snapshot()
-		keep  = map[string]sent{}
 	)
 	err := n.store.Scan(ctx, func(e store.Entry, derr error) error {
 		if derr != nil {
@@ -177,11 +190,12 @@ func (n *Notifier) runOnce(ctx context.Context) (result, error) {
 		return nil
 	})
 	res.Due = len(due)
-	if err != nil {
-		n.replace(keep)
-		return res, fmt.Errorf("notices: read the bucket: %w", err)
-	}
+	return due, res, err
+}
 
+// publishDue delivers the notices of due, workers entities at once, until ctx ends; what went
+// out is kept in keep and counted in res.
+func (n *Notifier) publishDue(ctx context.Context, due []entry, now time.Time, keep map[string]sent, res *result) error {
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -220,11 +234,10 @@ func (n *Notifier) runOnce(ctx context.Context) (result, error) {
 	}
 	close(work)
 	wg.Wait()
-	n.replace(keep)
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
-	return res, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 type entry struct {

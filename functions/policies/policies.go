@@ -78,7 +78,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, domain.DefaultMaxDeliver)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, function.DefaultMaxDeliver)
 	c.Log = cmp.Or(c.Log, slog.Default())
 	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
 	return c, nil

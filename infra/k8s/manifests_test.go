@@ -27,13 +27,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"maintsignals/functions/emitter"
-	"maintsignals/functions/notices"
-	"maintsignals/functions/webhook"
 	"maintsignals/infra/image/imagebuild"
 	"maintsignals/infra/provision"
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/function"
 )
 
 // ScaledObject is the part of KEDA's keda.sh/v1alpha1 ScaledObject these manifests use,
@@ -295,11 +292,18 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 	return c
 }
 
-// consumersOf lists the consumers provisioning creates, by stream.
-func consumersOf(c provision.Config) map[string][]string {
-	out := map[string][]string{domain.ScheduleStream: {domain.EmitterConsumer, domain.NoticesConsumer}}
-	for p := 0; p < c.Partitions; p++ {
-		out[domain.CommandsStream] = append(out[domain.CommandsStream], domain.CommandConsumer(p))
+// consumersOf lists the consumers provisioning creates for each function.
+func consumersOf(t *testing.T, c provision.Config) map[string][]registry.Consumer {
+	t.Helper()
+	c, err := c.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]registry.Consumer{}
+	for _, f := range registry.Functions() {
+		if f.Consumers != nil {
+			out[f.Name] = f.Consumers(c.Topology())
+		}
 	}
 	return out
 }
@@ -350,7 +354,7 @@ func TestManifestInvariants(t *testing.T) {
 			pc := provisionConfig(t, r)
 			values := readChartValues(t, overlay)
 			checkChart(t, overlay, values, pc)
-			checkPods(t, r)
+			checkPods(t, r, pc)
 			checkSelectors(t, r)
 			checkScaling(t, r, pc, values)
 		})
@@ -378,22 +382,33 @@ func checkChart(t *testing.T, overlay string, v chartValues, pc provision.Config
 	}
 }
 
-// drainOf is how long a function may take to stop after SIGTERM.
-var drainOf = map[string]time.Duration{
-	"command": function.DefaultDrainTimeout,
-	"emitter": emitter.DefaultExportTimeout + 5*time.Second,
-	"notices": notices.DefaultRunTimeout + 5*time.Second,
-	"webhook": webhook.DefaultTimeout + 5*time.Second,
-}
+// deploymentOf names the Deployment of a function.
+func deploymentOf(f registry.Function) string { return "maint-" + f.Name }
 
-func checkPods(t *testing.T, r *rendered) {
+func checkPods(t *testing.T, r *rendered, pc provision.Config) {
 	t.Helper()
-	if len(r.deployments) != 4 || r.deployments["maint-command"] == nil || r.deployments["maint-emitter"] == nil || r.deployments["maint-notices"] == nil || r.deployments["maint-webhook"] == nil {
-		t.Fatalf("deployments %v, want maint-command, maint-emitter, maint-notices and maint-webhook", slices.Sorted(mapsKeys(r.deployments)))
+	// One Deployment per function of the registry, and no other.
+	for _, f := range registry.Functions() {
+		if r.deployments[deploymentOf(f)] == nil {
+			t.Errorf("overlays/%s: function %s has no Deployment %s (see Adding a function in infra/docs/contributing.md)", r.name, f.Name, deploymentOf(f))
+		}
 	}
-	// The webhook function reads the webhook feed, which provisioning makes only when asked.
-	if !provisionConfig(t, r).Webhooks {
-		t.Errorf("overlays/%s: the webhook function is deployed but the provisioning Job runs without --webhooks", r.name)
+	for n := range r.deployments {
+		if _, ok := registry.Lookup(strings.TrimPrefix(n, "maint-")); !ok {
+			t.Errorf("overlays/%s: Deployment %s runs no function of the registry", r.name, n)
+		}
+	}
+	// Each function reads streams that provisioning makes only when asked (the webhook feed).
+	provisioned := map[string]bool{}
+	for _, sc := range provision.Streams(pc) {
+		provisioned[sc.Name] = true
+	}
+	for _, f := range registry.Functions() {
+		for _, s := range f.Streams() {
+			if !provisioned[s] {
+				t.Errorf("overlays/%s: function %s is deployed but the provisioning Job does not make stream %s (for %s: --webhooks)", r.name, f.Name, s, domain.WebhookStream)
+			}
+		}
 	}
 	type pod struct {
 		name string
@@ -402,18 +417,21 @@ func checkPods(t *testing.T, r *rendered) {
 	var pods []pod
 	for n, d := range r.deployments {
 		pods = append(pods, pod{n, d.Spec.Template.Spec})
-		if d.Spec.Replicas != nil {
+		f, _ := registry.Lookup(strings.TrimPrefix(n, "maint-"))
+		switch {
+		case f.Scaled() && d.Spec.Replicas != nil:
 			t.Errorf("%s sets replicas: KEDA owns them, an apply would reset them", n)
+		case !f.Scaled() && d.Spec.Replicas == nil:
+			t.Errorf("%s: no consumer wakes it (no ScaledObject): set its replicas", n)
 		}
 		c := d.Spec.Template.Spec.Containers[0]
-		fn := strings.TrimPrefix(n, "maint-")
-		if len(c.Args) < 2 || c.Args[0] != "function" || c.Args[1] != fn {
-			t.Errorf("%s runs %q, want maintctl function %s", n, c.Args, fn)
+		if len(c.Args) < 2 || c.Args[0] != "function" || c.Args[1] != f.Name {
+			t.Errorf("%s runs %q, want maintctl function %s", n, c.Args, f.Name)
 		}
 		// Graceful termination outlasts the drain (plus the release of keyed partitions).
 		grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds
-		if grace == nil || time.Duration(*grace)*time.Second <= drainOf[fn]+5*time.Second {
-			t.Errorf("%s: terminationGracePeriodSeconds %v, want more than the drain %s plus 5 s", n, grace, drainOf[fn])
+		if grace == nil || time.Duration(*grace)*time.Second <= f.Drain+5*time.Second {
+			t.Errorf("%s: terminationGracePeriodSeconds %v, want more than the drain %s plus 5 s", n, grace, f.Drain)
 		}
 		checkProbes(t, n, c)
 	}
@@ -554,98 +572,101 @@ func checkSelectors(t *testing.T, r *rendered) {
 
 func checkScaling(t *testing.T, r *rendered, pc provision.Config, values chartValues) {
 	t.Helper()
-	provisioned := consumersOf(pc)
-	targets := map[string]int{}
-	triggered := map[string]bool{}
+	provisioned := consumersOf(t, pc)
+	scaledBy := map[string][]*ScaledObject{}
 	for _, so := range r.scaledObjects {
 		target := so.Spec.ScaleTargetRef.Name
-		targets[target]++
-		d := r.deployments[target]
-		if d == nil {
+		scaledBy[target] = append(scaledBy[target], so)
+		if r.deployments[target] == nil {
 			t.Errorf("ScaledObject %s scales %q, which is not a Deployment here", so.Name, target)
-			continue
-		}
-		min, max := so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount
-		if min == nil || max == nil || *max < *min || *max < 1 {
-			t.Errorf("ScaledObject %s: replicas %v..%v", so.Name, min, max)
-			continue
-		}
-		switch target {
-		case "maint-command":
-			// Scales to zero; more replicas than partitions would only be standbys.
-			if *min != 0 || int(*max) > pc.Partitions {
-				t.Errorf("command: replicas %d..%d, want 0..at most %d (the partitions)", *min, *max, pc.Partitions)
-			}
-		case "maint-emitter", "maint-notices":
-			if *min < 1 {
-				t.Errorf("%s: minReplicaCount %d, want at least 1 (every tick must be served)", target, *min)
-			}
-		case "maint-webhook":
-			// Its triggers cannot name every subscription: it must not wait for one to wake it.
-			if *min < 1 {
-				t.Errorf("webhook: minReplicaCount %d, want at least 1", *min)
-			}
-		}
-		if so.Spec.Fallback == nil || so.Spec.Fallback.Replicas < 1 {
-			t.Errorf("ScaledObject %s: no fallback (a missing consumer or an unreachable NATS would leave it at zero)", so.Name)
-		}
-		for _, tr := range so.Spec.Triggers {
-			if tr.Type != "nats-jetstream" {
-				t.Errorf("ScaledObject %s: trigger type %s", so.Name, tr.Type)
-				continue
-			}
-			for k := range tr.Metadata {
-				if !slices.Contains(natsTriggerKeys, k) {
-					t.Errorf("ScaledObject %s trigger %s: metadata %q is not a nats-jetstream setting", so.Name, tr.Name, k)
-				}
-			}
-			stream, consumer := tr.Metadata["stream"], tr.Metadata["consumer"]
-			// The webhook function creates its subscriptions' consumers itself.
-			subscription := stream == domain.WebhookStream && strings.HasPrefix(consumer, domain.WebhookConsumerPrefix) && len(consumer) > len(domain.WebhookConsumerPrefix)
-			if !subscription && !slices.Contains(provisioned[stream], consumer) {
-				t.Errorf("ScaledObject %s: trigger on %s/%s, which provisioning does not create", so.Name, stream, consumer)
-			}
-			if triggered[stream+"/"+consumer] {
-				t.Errorf("two triggers on %s/%s", stream, consumer)
-			}
-			triggered[stream+"/"+consumer] = true
-			if want := map[string]string{"maint-command": domain.CommandsStream, "maint-emitter": domain.ScheduleStream, "maint-notices": domain.ScheduleStream, "maint-webhook": domain.WebhookStream}[target]; stream != want {
-				t.Errorf("ScaledObject %s: trigger on stream %s, want %s", so.Name, stream, want)
-			}
-			if tr.Metadata["account"] != "$G" {
-				t.Errorf("trigger %s: account %q, want $G (the server has no accounts)", tr.Name, tr.Metadata["account"])
-			}
-			host, port, err := net.SplitHostPort(tr.Metadata["natsServerMonitoringEndpoint"])
-			if err != nil || port != strconv.Itoa(values.Config.Monitor.Port) || !strings.HasPrefix(host, "nats-headless.") {
-				t.Errorf("trigger %s: endpoint %q, want the chart's headless service on the monitoring port %d", tr.Name, tr.Metadata["natsServerMonitoringEndpoint"], values.Config.Monitor.Port)
-			}
-			for _, k := range []string{"lagThreshold", "activationLagThreshold"} {
-				if n, err := strconv.Atoi(tr.Metadata[k]); err != nil || n < 0 {
-					t.Errorf("trigger %s: %s %q", tr.Name, k, tr.Metadata[k])
-				}
-			}
 		}
 	}
-	for n := range r.deployments {
-		if targets[n] != 1 {
-			t.Errorf("%s is scaled by %d ScaledObjects, want 1 (KEDA refuses a second)", n, targets[n])
-		}
-	}
-	for stream, names := range provisioned {
-		for _, c := range names {
-			if !triggered[stream+"/"+c] {
-				t.Errorf("no trigger on %s/%s: work waiting there would not wake a replica", stream, c)
-			}
+	for _, f := range registry.Functions() {
+		sos := scaledBy[deploymentOf(f)]
+		switch {
+		case !f.Scaled() && len(sos) > 0:
+			t.Errorf("ScaledObject %s scales function %s, which serves no consumer", sos[0].Name, f.Name)
+		case f.Scaled() && len(sos) != 1:
+			t.Errorf("%s is scaled by %d ScaledObjects, want 1 (KEDA refuses a second; see Adding a function in infra/docs/contributing.md)", deploymentOf(f), len(sos))
+		case f.Scaled():
+			checkScaledObject(t, f, sos[0], provisioned[f.Name], values)
 		}
 	}
 }
 
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
+// checkScaledObject checks the ScaledObject of function f: its replica bounds, and one
+// nats-jetstream trigger on each consumer provisioning makes for it, and on no consumer it
+// does not serve.
+func checkScaledObject(t *testing.T, f registry.Function, so *ScaledObject, provisioned []registry.Consumer, values chartValues) {
+	t.Helper()
+	min, max := so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount
+	if min == nil || max == nil || *max < *min || *max < 1 {
+		t.Errorf("ScaledObject %s: replicas %v..%v", so.Name, min, max)
+		return
+	}
+	pinned := !slices.ContainsFunc(f.Serves, func(s registry.Serve) bool { return !s.Pinned })
+	switch {
+	case f.Tick && *min < 1:
+		t.Errorf("%s: minReplicaCount %d, want at least 1 (every tick must be served)", f.Name, *min)
+	case f.CreatesConsumers() && *min < 1:
+		// Its triggers cannot name every consumer it makes: it must not wait for one to wake it.
+		t.Errorf("%s: minReplicaCount %d, want at least 1", f.Name, *min)
+	case !f.Tick && !f.CreatesConsumers() && *min != 0:
+		t.Errorf("%s: minReplicaCount %d, want 0 (it scales to zero when no work waits)", f.Name, *min)
+	}
+	// A pinned consumer is served by one replica at a time: more replicas than consumers
+	// would only be standbys.
+	if pinned && !f.CreatesConsumers() && int(*max) > len(provisioned) {
+		t.Errorf("%s: replicas %d..%d, want at most %d (its consumers)", f.Name, *min, *max, len(provisioned))
+	}
+	if so.Spec.Fallback == nil || so.Spec.Fallback.Replicas < 1 {
+		t.Errorf("ScaledObject %s: no fallback (a missing consumer or an unreachable NATS would leave it at zero)", so.Name)
+	}
+	triggered := map[string]bool{}
+	for _, tr := range so.Spec.Triggers {
+		stream, consumer := tr.Metadata["stream"], tr.Metadata["consumer"]
+		checkTrigger(t, so, tr, values)
+		if owner, ok := registry.Of(stream, consumer); !ok || owner.Name != f.Name {
+			t.Errorf("ScaledObject %s: trigger on %s/%s, which function %s does not serve", so.Name, stream, consumer, f.Name)
+		}
+		isProvisioned := slices.ContainsFunc(provisioned, func(c registry.Consumer) bool { return c.Stream == stream && c.Durable == consumer })
+		if !isProvisioned && !slices.ContainsFunc(f.Serves, func(s registry.Serve) bool { return s.Creates && s.Matches(stream, consumer) }) {
+			t.Errorf("ScaledObject %s: trigger on %s/%s, which provisioning does not create", so.Name, stream, consumer)
+		}
+		if triggered[stream+"/"+consumer] {
+			t.Errorf("two triggers on %s/%s", stream, consumer)
+		}
+		triggered[stream+"/"+consumer] = true
+	}
+	for _, c := range provisioned {
+		if !triggered[c.Stream+"/"+c.Durable] {
+			t.Errorf("no trigger on %s/%s: work waiting there would not wake a replica of %s", c.Stream, c.Durable, f.Name)
+		}
+	}
+}
+
+// checkTrigger checks one trigger's settings against KEDA's nats-jetstream scaler and the chart.
+func checkTrigger(t *testing.T, so *ScaledObject, tr Trigger, values chartValues) {
+	t.Helper()
+	if tr.Type != "nats-jetstream" {
+		t.Errorf("ScaledObject %s: trigger type %s", so.Name, tr.Type)
+		return
+	}
+	for k := range tr.Metadata {
+		if !slices.Contains(natsTriggerKeys, k) {
+			t.Errorf("ScaledObject %s trigger %s: metadata %q is not a nats-jetstream setting", so.Name, tr.Name, k)
+		}
+	}
+	if tr.Metadata["account"] != "$G" {
+		t.Errorf("trigger %s: account %q, want $G (the server has no accounts)", tr.Name, tr.Metadata["account"])
+	}
+	host, port, err := net.SplitHostPort(tr.Metadata["natsServerMonitoringEndpoint"])
+	if err != nil || port != strconv.Itoa(values.Config.Monitor.Port) || !strings.HasPrefix(host, "nats-headless.") {
+		t.Errorf("trigger %s: endpoint %q, want the chart's headless service on the monitoring port %d", tr.Name, tr.Metadata["natsServerMonitoringEndpoint"], values.Config.Monitor.Port)
+	}
+	for _, k := range []string{"lagThreshold", "activationLagThreshold"} {
+		if n, err := strconv.Atoi(tr.Metadata[k]); err != nil || n < 0 {
+			t.Errorf("trigger %s: %s %q", tr.Name, k, tr.Metadata[k])
 		}
 	}
 }

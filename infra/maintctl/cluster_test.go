@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"maintsignals/test/testenv"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"maintsignals/infra/provision"
+	"maintsignals/infra/local"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 )
@@ -78,8 +74,8 @@ func TestUp_ThreeNodeClusterKeepsStateAcrossRestart(t *testing.T) {
 		t.Fatalf("up --nodes 3 after interrupt: %v\n%s", res.err, res.stderr)
 	}
 	mustContain(t, "up output", u.out.String(), "stopped")
-	if _, err := os.Stat(filepath.Join(data, clusterFile)); err != nil {
-		t.Fatalf("no %s after the first run: %v", clusterFile, err)
+	if _, err := os.Stat(filepath.Join(data, local.LayoutFile)); err != nil {
+		t.Fatalf("no %s after the first run: %v", local.LayoutFile, err)
 	}
 
 	// The same --data comes back on the same addresses, with every record.
@@ -110,7 +106,7 @@ func TestUp_DataDirectoryKeepsItsNodeCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster := t.TempDir()
-	if err := writeClusterLayout(cluster, clusterLayout{Nodes: 3, Host: "127.0.0.1", ClientPorts: []int{1, 2, 3}, RoutePorts: []int{4, 5, 6}}); err != nil {
+	if err := local.WriteLayout(cluster, local.Layout{Nodes: 3, Host: "127.0.0.1", ClientPorts: []int{1, 2, 3}, RoutePorts: []int{4, 5, 6}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -127,52 +123,5 @@ func TestUp_DataDirectoryKeepsItsNodeCount(t *testing.T) {
 		if r.err == nil || !strings.Contains(r.err.Error(), tt.want) || r.code() != exitError {
 			t.Errorf("maintctl %q: exit %d, err = %v, want one containing %q", tt.args, r.code(), r.err, tt.want)
 		}
-	}
-}
-
-func TestPlanCluster_Ports(t *testing.T) {
-	// Recorded ports are reused; one in use fails at once, naming it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	busy := ln.Addr().(*net.TCPAddr).Port
-	free := []int{testenv.FreePort(t), testenv.FreePort(t), testenv.FreePort(t)}
-	saved := &clusterLayout{Nodes: 3, Host: "127.0.0.1", ClientPorts: free, RoutePorts: []int{free[0], free[1], busy}}
-	_, _, err = planCluster("127.0.0.1", 0, 3, saved)
-	if err == nil || !strings.Contains(err.Error(), "node 2 route port") || !strings.Contains(err.Error(), strconv.Itoa(busy)) {
-		t.Errorf("planCluster with a busy recorded port: %v", err)
-	}
-	saved.RoutePorts[2] = free[2]
-	clients, routes, err := planCluster("127.0.0.1", 0, 3, saved)
-	if err != nil || !slices.Equal(clients, free) || !slices.Equal(routes, free) {
-		t.Errorf("planCluster with recorded ports = %v %v %v", clients, routes, err)
-	}
-	// Port 0 and nothing recorded: free ports, picked when the cluster starts.
-	if clients, routes, err := planCluster("127.0.0.1", 0, 3, nil); clients != nil || routes != nil || err != nil {
-		t.Errorf("planCluster(0, nil) = %v %v %v", clients, routes, err)
-	}
-}
-
-func TestMergeReports_KeepsWhatAnEarlierPassDid(t *testing.T) {
-	first := provision.Report{
-		{Kind: "stream", Name: "A", Action: provision.Created},
-		{Kind: "stream", Name: "B", Action: provision.Failed, Err: context.DeadlineExceeded},
-	}
-	second := provision.Report{
-		{Kind: "stream", Name: "A", Action: provision.Unchanged},
-		{Kind: "stream", Name: "B", Action: provision.Created},
-		{Kind: "consumer", Name: "A/c", Action: provision.Created},
-	}
-	var got []string
-	for _, ch := range mergeReports(mergeReports(nil, first), second) {
-		got = append(got, ch.Kind+" "+ch.Name+" "+string(ch.Action))
-	}
-	if s := strings.Join(got, ", "); s != "stream A created, stream B created, consumer A/c created" {
-		t.Errorf("merged = %s", s)
-	}
-	if !transient(fmt.Errorf("stream X: %w", context.DeadlineExceeded)) || transient(provision.ErrInvalidConfig) {
-		t.Error("transient misjudges a timeout or a configuration error")
 	}
 }

@@ -60,23 +60,8 @@ type letterJSON struct {
 	BodyText string          `json:"bodyText,omitempty"`
 }
 
-// letterCommand reads what it can of a dead letter's command (resource ID, task); of a
-// webhook delivery, the resource ID and task of its event.
-func letterCommand(l dlq.Letter) domain.Command {
-	if l.Subscription != "" {
-		var ev struct {
-			ResourceID string      `json:"resourceId"`
-			Task       domain.Task `json:"task"`
-		}
-		_ = json.Unmarshal(l.Body, &ev)
-		return domain.Command{ResourceID: ev.ResourceID, Task: ev.Task}
-	}
-	cmd, _ := domain.DecodeCommand(l.Body, l.Key, "")
-	return cmd
-}
-
 func toLetterJSON(l dlq.Letter) letterJSON {
-	cmd := letterCommand(l)
+	cmd := l.Command()
 	doc := letterJSON{
 		Seq: l.Seq, At: l.At, Key: l.Key, ResourceID: cmd.ResourceID, Task: cmd.Task,
 		CommandID: l.CommandID, Deliveries: l.Deliveries, Reason: l.Reason, Subscription: l.Subscription,
@@ -141,7 +126,7 @@ does not name it), the task, the command id, how many times it was delivered and
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEQ\tTIME\tRESOURCE\tTASK\tCOMMAND ID\tWEBHOOK\tDELIVERIES\tREASON")
 			for _, l := range letters {
-				c := letterCommand(l)
+				c := l.Command()
 				deliveries := "-"
 				if l.Deliveries > 0 {
 					deliveries = strconv.Itoa(l.Deliveries)
@@ -228,55 +213,31 @@ func parseSeqs(args []string) ([]uint64, error) {
 
 // replay replays the dead letters seqs (every one with all) and prints what it replayed.
 func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64, all bool) error {
-	// The list names the command of each sequence (and is the work of --all).
-	letters, err := listLetters(ctx, js)
-	if err != nil {
-		return err
+	r, failed := dlq.ReplayEach(ctx, js, seqs, all)
+	if errors.Is(failed, jetstream.ErrStreamNotFound) {
+		return notProvisioned(failed)
 	}
-	bySeq := make(map[uint64]dlq.Letter, len(letters))
-	for _, l := range letters {
-		bySeq[l.Seq] = l
-		if all {
-			seqs = append(seqs, l.Seq)
-		}
-	}
-	if all && len(seqs) == 0 {
+	if all && len(r.Done) == 0 && len(r.Missing) == 0 && failed == nil {
 		if a.json() {
 			return a.writeJSON([]replayJSON{})
 		}
 		_, err := fmt.Fprintf(a.stdout, "no dead letter to replay in %s\n", domain.DLQStream)
 		return err
 	}
-
 	done := []replayJSON{}
-	var missing []string
-	var failed error
-	for _, seq := range seqs {
-		ack, err := dlq.Replay(ctx, js, seq)
-		if errors.Is(err, dlq.ErrNotFound) {
-			missing = append(missing, strconv.FormatUint(seq, 10))
-			continue
-		}
-		if ack != nil {
-			l := bySeq[seq]
-			c := letterCommand(l)
-			r := replayJSON{Seq: seq, Key: l.Key, ResourceID: c.ResourceID, Task: c.Task, CommandID: l.CommandID, Stream: ack.Stream, StreamSeq: ack.Sequence, Subscription: l.Subscription}
-			done = append(done, r)
-			a.log.Debug("dead letter replayed", "seq", seq, "command_id", r.CommandID, "key", r.Key, "stream_seq", r.StreamSeq, "subscription", r.Subscription)
-			if !a.json() && l.Subscription != "" {
-				fmt.Fprintf(a.stdout, "replayed dead letter %d: event %s for %s to webhook %s, now %s sequence %d\n",
-					seq, dash(r.CommandID), resourceOrKey(l, c), l.Subscription, ack.Stream, ack.Sequence)
-			} else if !a.json() {
-				fmt.Fprintf(a.stdout, "replayed dead letter %d: command %s (%s) for %s, now %s sequence %d\n",
-					seq, dash(r.CommandID), dash(string(r.Task)), resourceOrKey(l, c), ack.Stream, ack.Sequence)
-			}
-		}
-		if err != nil {
-			failed = err // NATS failed: stop here, and say what was done
-			break
+	for _, d := range r.Done {
+		l, ack, c := d.Letter, d.Ack, d.Letter.Command()
+		rj := replayJSON{Seq: l.Seq, Key: l.Key, ResourceID: c.ResourceID, Task: c.Task, CommandID: l.CommandID, Stream: ack.Stream, StreamSeq: ack.Sequence, Subscription: l.Subscription}
+		done = append(done, rj)
+		a.log.Debug("dead letter replayed", "seq", l.Seq, "command_id", rj.CommandID, "key", rj.Key, "stream_seq", rj.StreamSeq, "subscription", rj.Subscription)
+		if !a.json() && l.Subscription != "" {
+			fmt.Fprintf(a.stdout, "replayed dead letter %d: event %s for %s to webhook %s, now %s sequence %d\n",
+				l.Seq, dash(rj.CommandID), resourceOrKey(l, c), l.Subscription, ack.Stream, ack.Sequence)
+		} else if !a.json() {
+			fmt.Fprintf(a.stdout, "replayed dead letter %d: command %s (%s) for %s, now %s sequence %d\n",
+				l.Seq, dash(rj.CommandID), dash(string(rj.Task)), resourceOrKey(l, c), ack.Stream, ack.Sequence)
 		}
 	}
-
 	if a.json() {
 		if err := a.writeJSON(done); err != nil {
 			return err
@@ -285,7 +246,11 @@ func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64,
 		fmt.Fprintln(a.stdout, "see each outcome with `maintctl history RESOURCE-ID`")
 	}
 	var errs []error
-	if len(missing) > 0 {
+	if len(r.Missing) > 0 {
+		missing := make([]string, len(r.Missing))
+		for i, seq := range r.Missing {
+			missing[i] = strconv.FormatUint(seq, 10)
+		}
 		errs = append(errs, fmt.Errorf("%w: %s has no sequence %s (already replayed, or expired? see `maintctl dlq list`)",
 			dlq.ErrNotFound, domain.DLQStream, strings.Join(missing, ", ")))
 	}
@@ -299,7 +264,10 @@ func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64,
 func listLetters(ctx context.Context, js jetstream.JetStream) ([]dlq.Letter, error) {
 	letters, err := dlq.List(ctx, js)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("%w: %w", client.ErrNotProvisioned, err)
+		return nil, notProvisioned(err)
 	}
 	return letters, err
 }
+
+// notProvisioned says that the dead-letter stream is not there yet.
+func notProvisioned(err error) error { return fmt.Errorf("%w: %w", client.ErrNotProvisioned, err) }

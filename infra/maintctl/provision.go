@@ -2,69 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maintsignals/infra/provision"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 )
-
-// provisionUp provisions the stack of `up`. In a cluster that has just elected its leaders, a
-// request can meet another election and get no answer at all; so each request is bounded by the
-// client's default timeout (ctx carries no deadline) and a pass that failed that way is run
-// again, for up to a minute. The report merges the passes: what an earlier pass created still
-// shows as created.
-func (a *app) provisionUp(ctx context.Context, js jetstream.JetStream, cfg provision.Config) (provision.Report, error) {
-	const retryFor = time.Minute
-	deadline := time.Now().Add(retryFor)
-	var rep provision.Report
-	for {
-		next, err := provision.Run(ctx, js, cfg)
-		rep = mergeReports(rep, next)
-		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return rep, err
-		}
-		a.log.Warn("provisioning met a NATS leader election; trying again", "error", err)
-		select {
-		case <-ctx.Done():
-			return rep, err
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// transient tells a failure that trying again may cure: no answer in time, or JetStream
-// temporarily unavailable (503).
-func transient(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		(errors.As(err, &apiErr) && apiErr.Code == 503)
-}
-
-// mergeReports returns next, where what was created or updated by the earlier pass prev shows
-// as such instead of unchanged.
-func mergeReports(prev, next provision.Report) provision.Report {
-	done := make(map[string]provision.Change, len(prev))
-	for _, ch := range prev {
-		if ch.Action == provision.Created || ch.Action == provision.Updated {
-			done[ch.Kind+" "+ch.Name] = ch
-		}
-	}
-	out := make(provision.Report, len(next))
-	for i, ch := range next {
-		if earlier, ok := done[ch.Kind+" "+ch.Name]; ok && ch.Action == provision.Unchanged {
-			ch = earlier
-		}
-		out[i] = ch
-	}
-	return out
-}
 
 // printReport prints a provisioning report for people or as JSON.
 func (a *app) printReport(rep provision.Report, indent string) error {
@@ -124,7 +69,9 @@ an existing stream, such as the partition count, is reported as failed).`,
 			// A user that may not provision fails at once instead of waiting for the timeout.
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
-				rep, err = provision.Run(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks})
+				// A NATS cluster that has just started (the Job runs beside it) holds leader
+				// elections: retried as `up` does.
+				rep, err = provision.RunRetrying(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks}, a.log)
 				return err
 			})
 			if rep != nil {

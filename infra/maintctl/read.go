@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/store"
 )
 
 const readTimeout = 30 * time.Second
@@ -150,28 +148,11 @@ or its metric value (pending, customer_action_needed, ...).`,
 				return err
 			}
 			defer cl.Close()
-			var out []client.Entity
-			corrupt := 0
-			err = cl.Scan(ctx, func(e client.Entity, err error) error {
-				if err != nil {
-					if errors.Is(err, store.ErrCorruptRecord) {
-						corrupt++
-						a.log.Warn("skipping a record that does not decode", "key", e.Key, "error", err)
-						return nil
-					}
-					return err
-				}
-				if want == "" || e.Record.State == want {
-					out = append(out, e)
-				}
-				return nil
-			})
+			listing, err := cl.List(ctx, want)
 			if err != nil {
 				return err
 			}
-			sort.Slice(out, func(i, j int) bool {
-				return strings.ToLower(out[i].Record.ResourceID) < strings.ToLower(out[j].Record.ResourceID)
-			})
+			out, corrupt := listing.Entities, listing.Corrupt
 			if a.json() {
 				docs := make([]recordJSON, len(out))
 				for i, e := range out {

@@ -2,24 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"maintsignals/infra/local"
 	"maintsignals/infra/provision"
+	"maintsignals/infra/registry"
+	"maintsignals/shared/domain"
 )
-
-// serverName is the name of the server `maintctl up` embeds. It must not change between runs
-// on one data directory.
-const serverName = "maintctl-0"
 
 type upFlags struct {
 	listen        string
@@ -32,8 +27,9 @@ type upFlags struct {
 	partitions    int
 	inFlight      int
 	eventsMaxAge  time.Duration
-	emit          emitFlags
 	security      securityFlags
+	// functions are every function, bound to their flags (the union of their flags).
+	functions *registry.Bound
 }
 
 func (a *app) upCommand() *cobra.Command {
@@ -43,7 +39,7 @@ func (a *app) upCommand() *cobra.Command {
 		Short: "Run the whole stack on this machine until interrupted",
 		Long: `Run the whole stack on this machine: an embedded NATS server with JetStream on disk under
 --data, the streams, bucket, consumers and tick schedule provisioned, and every function
-(` + functionNames() + `) running, until Ctrl-C or SIGTERM. Then the functions drain
+(` + registry.Names() + `) running, until Ctrl-C or SIGTERM. Then the functions drain
 and the server shuts down cleanly. Starting again on the same --data keeps every record and
 event.
 
@@ -106,21 +102,22 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
-	addEmitFlags(c, &f.emit)
+	f.functions = registry.Bind(fl, registry.Functions())
 	addSecurityFlags(c, &f.security)
 	return c
 }
 
 func (a *app) up(ctx context.Context, f upFlags) error {
-	switch f.nodes {
-	case 1, 3, 5:
-	default:
-		return fmt.Errorf("--nodes %d: use 1, or 3 or 5 for a local JetStream cluster", f.nodes)
+	if err := f.functions.Sync(); err != nil {
+		return err
+	}
+	if err := local.CheckNodes(f.nodes); err != nil {
+		return err
 	}
 	if f.tick < time.Second {
 		return fmt.Errorf("--tick %s: at least 1s", f.tick)
 	}
-	host, port, err := parseListen(f.listen)
+	host, _, err := local.ParseListen(f.listen)
 	if err != nil {
 		return err
 	}
@@ -128,7 +125,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err != nil {
 		return err
 	}
-	if !isLoopback(host) {
+	if !local.IsLoopback(host) {
 		a.warnExposure(sec, f.listen)
 	}
 	data, err := filepath.Abs(f.data)
@@ -138,12 +135,12 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err := os.MkdirAll(data, 0o750); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	unlock, err := lockDataDir(data)
+	unlock, err := local.Lock(data)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	plan, err := planNATS(f, host, port, data)
+	plan, err := local.NewPlan(f.nodes, f.listen, data, f.monitorListen)
 	if err != nil {
 		return err
 	}
@@ -155,12 +152,6 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
-	if f.monitorListen != "" {
-		if _, _, err := net.SplitHostPort(f.monitorListen); err != nil {
-			return fmt.Errorf("--monitor-listen %q: want host:port, e.g. 127.0.0.1:8222", f.monitorListen)
-		}
-		plan.monitor = f.monitorListen
-	}
 	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec)
 	if err != nil {
 		return err
@@ -175,7 +166,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	rep, err := a.provisionUp(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.emit.subscriptions != ""})
+	rep, err := provision.RunRetrying(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.functions.Serves(domain.WebhookStream)}, a.log)
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {
@@ -188,7 +179,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
 
-	err = a.runFunctions(ctx, functions, functionEnv{js: nr.functions, tel: tel, a: a, tick: f.tick, emit: f.emit, up: true}, func(names []string) {
+	err = f.functions.Run(ctx, registry.Env{JS: nr.functions, Tel: tel, Log: a.log, Tick: f.tick, Up: true}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
 		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
 	})
@@ -198,46 +189,6 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("stopped\n")
 	}
 	return err
-}
-
-// parseListen reads --listen as host:port.
-func parseListen(listen string) (host string, port int, err error) {
-	host, p, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", 0, fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:4222", listen)
-	}
-	port, err = strconv.Atoi(p)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("--listen %q: bad port", listen)
-	}
-	return host, port, nil
-}
-
-// listenCheck listens on addr once, so that a port in use fails at once with a clear message
-// (nats-server would only time out), and returns the address it bound: port 0 becomes a free
-// port (nats-server itself reads 0 as its default, 4222).
-func listenCheck(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return "", fmt.Errorf("%w (is another `maintctl up` or NATS server running? use another --listen)", err)
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w (use another --listen)", err)
-	}
-	bound := ln.Addr().String()
-	_ = ln.Close()
-	if _, port, _ := net.SplitHostPort(addr); port != "0" {
-		return addr, nil
-	}
-	return bound, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (a *app) printf(format string, args ...any) {

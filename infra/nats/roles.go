@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 )
 
@@ -37,10 +38,9 @@ const (
 	// signed by a configured key whose role allows its task, else it is rejected with
 	// Unauthorized (README, Messaging contract). The updater's NATS nkey may double as its signing key.
 	RoleUpdater Role = "updater"
-	// RoleFunction runs the command, emitter and notices functions: consumes their durable
-	// consumers, reads and writes records, publishes outcome events, notices and dead letters,
-	// and may NOT publish
-	// commands (a compromised function cannot forge an admin's command).
+	// RoleFunction runs the functions of infra/registry whose Role it is (command, emitter,
+	// notices, webhook): exactly what their entries say they do (functionsNeed), and it may
+	// NOT publish commands (a compromised function cannot forge an admin's command).
 	RoleFunction Role = "function"
 	// RoleReader reads records, outcome events and notices (dashboards, integrators), nothing
 	// else.
@@ -67,9 +67,9 @@ func (r Role) InboxPrefix() string { return "_INBOX_" + string(r) }
 // Names of the contract used in subjects.
 const (
 	api      = "$JS.API."
-	kvStream = "KV_" + domain.Bucket
+	kvStream = registry.RecordsStream
 	// KVSubjects are the subjects of the records in the bucket.
-	KVSubjects = "$KV." + domain.Bucket + ".>"
+	KVSubjects = registry.RecordSubjects
 )
 
 // Permissions returns the permission set of a role. Each call returns a new value.
@@ -99,30 +99,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		)
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleFunction:
-		pub = slices.Concat(
-			[]string{
-				domain.EventPrefix + "*",
-				domain.DLQPrefix + "*",
-				domain.NoticePrefix + "*", // lifecycle notices
-				KVSubjects,                // record writes (compare-and-swap puts)
-			},
-			readStream(kvStream), // record reads, and the emitter's scan (an ordered consumer)
-			// The command function's view of the policies (an ordered consumer from the first
-			// revision, and the bucket's state for its barrier).
-			readStream(domain.PoliciesBucketStream),
-			consume(domain.CommandsStream, "*"),
-			// A replica that stops hands its pinned partitions over at once.
-			[]string{api + "CONSUMER.UNPIN." + domain.CommandsStream + ".*"},
-			consume(domain.ScheduleStream, "emitter"),
-			consume(domain.ScheduleStream, "notices"),
-			// The command function finds the partition consumers that provisioning created.
-			[]string{api + "CONSUMER.NAMES." + domain.CommandsStream},
-			// A redelivered command checks whether its outcome is already out (the last event
-			// of its entity); a lone emitter reads the tick interval from the schedule; the
-			// notices function reads the last notice of an entity.
-			getOnly(domain.EventsStream), getOnly(domain.ScheduleStream), getOnly(domain.NoticesStream),
-			webhookFunction(),
-		)
+		// Only what its functions do (functionsNeed, below): write records and publish
+		// outcome events, notices and dead letters; it may NOT publish commands (a
+		// compromised function cannot forge an admin's command).
 	case RoleReader:
 		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
@@ -130,7 +109,10 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
 	}
 	if r != RoleOperator {
-		pub = append(pub, api+"INFO") // account info, for health checks
+		// What the functions of the registry that play this role do (the deny list below
+		// still applies), and account info, for health checks.
+		pub = appendNew(pub, functionsNeed(r)...)
+		pub = append(pub, api+"INFO")
 	}
 	sub = append(sub, r.InboxPrefix()+".>") // replies, on the role's private inboxes
 	p := &server.Permissions{
@@ -143,6 +125,19 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		p.Publish.Deny = denied(r)
 	}
 	return p, nil
+}
+
+// MayPublish reports whether the role may publish to subject (a JetStream API request is a
+// publish too): an allow entry matches it and no deny entry does.
+func (r Role) MayPublish(subject string) bool {
+	p, err := r.Permissions()
+	if err != nil {
+		return false
+	}
+	match := func(filters []string) bool {
+		return slices.ContainsFunc(filters, func(f string) bool { return server.SubjectMatchesFilter(subject, f) })
+	}
+	return match(p.Publish.Allow) && !match(p.Publish.Deny)
 }
 
 // readStream is what reading stream s takes: stream info, a message get (the bucket's reads
@@ -166,8 +161,6 @@ func readStream(s string) []string {
 	}
 }
 
-// consume is what serving the provisioned durable consumer(s) c of stream s takes: find them,
-// pull, and ack, nak, term or signal progress. Nothing here creates or changes a consumer.
 // getOnly lets a role read single messages of a stream, without consumers of its own.
 func getOnly(s string) []string {
 	return []string{
@@ -178,27 +171,59 @@ func getOnly(s string) []string {
 	}
 }
 
-func consume(s, c string) []string {
-	return []string{
+// serve is what serving the durable consumer(s) sv takes: find them, pull, and ack, nak, term
+// or signal progress; for pinned ones, unpin them when a replica stops; for the ones a function
+// makes from its own configuration (a webhook subscription's), create them. Nothing here
+// changes or deletes a consumer that provisioning made.
+func serve(sv registry.Serve) []string {
+	s, c := sv.Stream, sv.Consumer
+	out := []string{
 		api + "STREAM.INFO." + s,
 		api + "CONSUMER.INFO." + s + "." + c,
 		api + "CONSUMER.MSG.NEXT." + s + "." + c,
 		"$JS.ACK." + s + ".>",
 	}
+	if sv.Creates {
+		out = append(out, api+"CONSUMER.CREATE."+s+"."+c, api+"CONSUMER.CREATE."+s+"."+c+".>")
+	}
+	if sv.Pinned {
+		out = append(out, api+"CONSUMER.UNPIN."+s+"."+c)
+	}
+	return out
 }
 
-// webhookFunction is what the webhook function takes: it creates and serves its own durable
-// consumers on MAINT_WEBHOOK, one per subscription (the subscriptions are its configuration,
-// so that adding one needs no provisioning run), and unpins them when it stops. No other role
-// may reach that stream but an admin's replays: a subscription's progress cannot be moved,
-// read off or deleted by a reader.
-func webhookFunction() []string {
-	s := domain.WebhookStream
-	return append(consume(s, "*"),
-		api+"CONSUMER.CREATE."+s+".*",
-		api+"CONSUMER.CREATE."+s+".*.>",
-		api+"CONSUMER.UNPIN."+s+".*",
-	)
+// appendNew appends the subjects that list does not hold yet, in order.
+func appendNew(list []string, subjects ...string) []string {
+	for _, s := range subjects {
+		if !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
+// functionsNeed is the union of what the functions of role r do on NATS, each subject once, in
+// the order of the registry.
+func functionsNeed(r Role) []string {
+	var out []string
+	add := func(subjects ...string) { out = appendNew(out, subjects...) }
+	for _, f := range registry.Functions() {
+		if f.Role != string(r) {
+			continue
+		}
+		add(f.Access.Publish...)
+		for _, s := range f.Access.Read {
+			add(readStream(s)...)
+		}
+		for _, sv := range f.Serves {
+			add(serve(sv)...)
+		}
+		add(f.Access.API...)
+		for _, s := range f.Access.Get {
+			add(getOnly(s)...)
+		}
+	}
+	return out
 }
 
 // adminPlane is the part of the JetStream API that only the operator may use: changing or
@@ -231,12 +256,22 @@ var adminPlane = []string{
 
 const unpinAny = api + "CONSUMER.UNPIN.>"
 
+// unpins reports whether a function of role r serves pinned consumers.
+func unpins(r Role) bool {
+	for _, f := range registry.Functions() {
+		if f.Role == string(r) && slices.ContainsFunc(f.Serves, func(s registry.Serve) bool { return s.Pinned }) {
+			return true
+		}
+	}
+	return false
+}
+
 // denied is the explicit publish deny list of a non-operator role.
 func denied(r Role) []string {
 	d := slices.Clone(adminPlane)
-	if r == RoleFunction {
-		// A function replica that stops releases the partitions pinned to it (the allow list
-		// names only the command consumers).
+	if unpins(r) {
+		// A function replica that stops releases the consumers pinned to it (the allow list
+		// names only its own).
 		d = slices.DeleteFunc(d, func(s string) bool { return s == unpinAny })
 	}
 	if r != RoleFunction {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 )
 
@@ -41,8 +42,6 @@ type Config struct {
 	// command stalls that partition for this long; the runtime signals progress while a handler
 	// runs, so a slow handler is never redelivered.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one command; the runtime dead-letters on the last.
-	MaxDeliver int
 	// InFlight is how many commands of one partition may be out at once. Each partition is
 	// pinned to one replica, which runs commands of different entities at once and those of
 	// one entity in order.
@@ -69,7 +68,6 @@ func DefaultConfig() Config {
 		DLQMaxAge:       30 * 24 * time.Hour,
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
-		MaxDeliver:      domain.DefaultMaxDeliver,
 		InFlight:        64,
 		Storage:         jetstream.FileStorage,
 	}
@@ -89,7 +87,6 @@ func (c Config) WithDefaults() (Config, error) {
 	c.DLQMaxAge = cmp.Or(c.DLQMaxAge, d.DLQMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
 	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, d.MaxDeliver)
 	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
@@ -98,8 +95,6 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: partitions must be 1-256, got %d", ErrInvalidConfig, c.Partitions)
 	case c.Tick < time.Second:
 		return c, fmt.Errorf("%w: tick must be at least 1s, got %s", ErrInvalidConfig, c.Tick)
-	case c.MaxDeliver < 2:
-		return c, fmt.Errorf("%w: max deliver must be at least 2, got %d", ErrInvalidConfig, c.MaxDeliver)
 	case c.AckWait < time.Second:
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:
@@ -275,79 +270,16 @@ func PoliciesBucket(c Config) jetstream.KeyValueConfig {
 }
 
 // StreamConsumer is a durable consumer and the stream it reads.
-type StreamConsumer struct {
-	Stream string
-	jetstream.ConsumerConfig
-}
+type StreamConsumer = registry.Consumer
 
-// Consumers returns the durable consumers: one per command partition, the emitter's and the
-// notices function's.
+// Consumers returns the durable consumers of every function (registry.Function.Consumers).
 func Consumers(c Config) []StreamConsumer {
-	out := make([]StreamConsumer, 0, c.Partitions+3)
-	for p := 0; p < c.Partitions; p++ {
-		out = append(out, StreamConsumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       domain.CommandConsumer(p),
-			Description:   fmt.Sprintf("command function, partition %d", p),
-			FilterSubject: domain.CommandFilter(p),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			// One replica at a time serves a partition (it keeps the entities' order); another
-			// takes over when it stops renewing its pin. The runtime fences a new pin until the
-			// previous holder's commands are settled.
-			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{domain.CommandPriorityGroup},
-			PinnedTTL:      domain.PinnedTTL(c.AckWait),
-			MaxAckPending:  c.InFlight,
-			AckWait:        c.AckWait,
-			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
-			// budget, and keeps trying while the dead letter itself cannot be written), so the
-			// server never drops a command silently.
-			MaxDeliver: -1,
-			Replicas:   c.Replicas,
-		}})
-	}
-	tickConsumer := func(name, desc string) StreamConsumer {
-		return StreamConsumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
-			Durable:       name,
-			Description:   desc,
-			FilterSubject: domain.TickSubject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			DeliverPolicy: jetstream.DeliverNewPolicy,
-			MaxAckPending: 1,
-			// A replica that dies holding a tick blocks the next one until the ack wait runs
-			// out: keep it under half a tick (the runtime signals progress while a run is long).
-			AckWait:    EmitterAckWait(c.Tick),
-			MaxDeliver: 3,
-			Replicas:   c.Replicas,
-		}}
-	}
-	// The policies function serves its stream as the command function a partition: one
-	// replica at a time, scopes in stream order.
-	out = append(out, StreamConsumer{Stream: domain.PoliciesStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:        domain.PoliciesConsumer,
-		Description:    "policies function: policy commands, by scope in stream order",
-		FilterSubject:  domain.PolicyPrefix + "*",
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{domain.PoliciesPriorityGroup},
-		PinnedTTL:      domain.PinnedTTL(c.AckWait),
-		MaxAckPending:  c.InFlight,
-		AckWait:        c.AckWait,
-		MaxDeliver:     -1,
-		Replicas:       c.Replicas,
-	}})
-	// Each function has its own consumer of the same ticks: the ticks stay in the stream
-	// (limits retention), and each consumer hands every tick to one replica of its function.
-	return append(out,
-		tickConsumer(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
-		tickConsumer(domain.NoticesConsumer, "notices function: one replica serves each tick"))
+	return registry.ProvisionedConsumers(c.Topology())
 }
 
-// EmitterAckWait is the emitter consumer's ack wait for a tick interval: half the tick, between
-// 500 ms and 30 s.
-func EmitterAckWait(tick time.Duration) time.Duration {
-	return min(max(tick/2, 500*time.Millisecond), 30*time.Second)
+// Topology is what the functions' consumers take from the provisioning setting.
+func (c Config) Topology() registry.Topology {
+	return registry.Topology{Replicas: c.Replicas, Partitions: c.Partitions, InFlight: c.InFlight, AckWait: c.AckWait, Tick: c.Tick}
 }
 
 // Run provisions everything and reports what it did. It carries on past a failed resource so

@@ -14,6 +14,7 @@ import (
 
 	"maintsignals/functions/webhook"
 	"maintsignals/infra/provision"
+	"maintsignals/infra/registry"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -222,6 +223,41 @@ func mustSubscription(t *testing.T) webhook.Subscription {
 		t.Fatal(err)
 	}
 	return subs[0]
+}
+
+// TestRun_CreatesEveryFunctionsConsumers: each consumer of each function in the registry
+// exists once provisioned, on a stream provisioning makes (the webhook feed with Webhooks).
+func TestRun_CreatesEveryFunctionsConsumers(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	streams := map[string]bool{}
+	for _, s := range provision.Streams(mustDefaults(t, env.Config)) {
+		streams[s.Name] = true
+	}
+	for _, f := range registry.Functions() {
+		for _, s := range f.Streams() {
+			if !streams[s] {
+				t.Errorf("function %s reads stream %s, which provisioning does not make", f.Name, s)
+			}
+		}
+		if f.Consumers == nil {
+			continue
+		}
+		for _, c := range f.Consumers(mustDefaults(t, env.Config).Topology()) {
+			if _, err := env.JS.Consumer(ctx, c.Stream, c.Durable); err != nil {
+				t.Errorf("function %s: consumer %s/%s: %v", f.Name, c.Stream, c.Durable, err)
+			}
+		}
+	}
+}
+
+func mustDefaults(t *testing.T, c provision.Config) provision.Config {
+	t.Helper()
+	c, err := c.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // The feed created on existing data copies what is stored from then on, not the history (no

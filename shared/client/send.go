@@ -124,38 +124,16 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 
 	found := false
 	if ack.Duplicate {
-		// The stream had this id already. If it was for another entity, no outcome will ever
-		// come here: say so now rather than at the timeout.
-		if other, err := c.storedKey(ctx, ack.Sequence); err == nil && other != key {
-			return res, fmt.Errorf("%w: %s was sent for another entity (key %s) less than the duplicate window ago; send with a fresh id", ErrIDInUse, cmd.ID, other)
-		}
-		// Its outcome may have been published before we subscribed. Look it up; the
-		// subscription covers an outcome still to come.
-		evs, err := c.History(ctx, cmd.ResourceID)
-		if err == nil {
-			for i := len(evs) - 1; i >= 0; i-- {
-				if evs[i].CommandID == cmd.ID {
-					res.Event, found = evs[i], true
-					break
-				}
-			}
+		if res.Event, found, err = c.earlierOutcome(ctx, cmd, key, ack.Sequence); err != nil {
+			return res, err
 		}
 	}
-	for !found {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
+	if !found {
+		if res.Event, err = c.awaitOutcome(ctx, sub, cmd); err != nil {
 			if ctx.Err() != nil {
 				return res, c.noOutcome(ctx, cmd, res)
 			}
 			return res, fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
-		}
-		ev, err := domain.DecodeEvent(m.Data)
-		if err != nil {
-			c.log.Warn("ignoring an outcome event that does not decode", "subject", m.Subject, "error", err)
-			continue
-		}
-		if ev.CommandID == cmd.ID {
-			res.Event, found = ev, true
 		}
 	}
 
@@ -172,6 +150,43 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 		return res, &OutcomeError{Event: res.Event}
 	}
 	return res, nil
+}
+
+// earlierOutcome looks up the outcome of a command the stream had already (a duplicate id,
+// stored at seq): it may have been published before the caller subscribed. An id stored for
+// another entity gets no outcome here ever: that fails at once rather than at the timeout.
+func (c *Client) earlierOutcome(ctx context.Context, cmd domain.Command, key string, seq uint64) (domain.Event, bool, error) {
+	if other, err := c.storedKey(ctx, seq); err == nil && other != key {
+		return domain.Event{}, false, fmt.Errorf("%w: %s was sent for another entity (key %s) less than the duplicate window ago; send with a fresh id", ErrIDInUse, cmd.ID, other)
+	}
+	evs, err := c.History(ctx, cmd.ResourceID)
+	if err != nil {
+		return domain.Event{}, false, nil // the subscription covers an outcome still to come
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].CommandID == cmd.ID {
+			return evs[i], true, nil
+		}
+	}
+	return domain.Event{}, false, nil
+}
+
+// awaitOutcome waits on sub for the outcome event of cmd.
+func (c *Client) awaitOutcome(ctx context.Context, sub *nats.Subscription, cmd domain.Command) (domain.Event, error) {
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return domain.Event{}, err
+		}
+		ev, err := domain.DecodeEvent(m.Data)
+		if err != nil {
+			c.log.Warn("ignoring an outcome event that does not decode", "subject", m.Subject, "error", err)
+			continue
+		}
+		if ev.CommandID == cmd.ID {
+			return ev, nil
+		}
+	}
 }
 
 // awaitStored waits, briefly and at best, until the events stream has stored ev: the outcome

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"maintsignals/functions/command"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
 	"maintsignals/test/testenv"
 )
@@ -19,7 +21,7 @@ import (
 const cluster = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/dlq-1"
 
 func TestReplay_DeadLetterIsAppliedOnceTheCauseIsGone(t *testing.T) {
-	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.MaxDeliver = 2 }))
+	env := testenv.Start(t)
 	rec := testenv.StartCommandsOverOutage(t, env.JS)
 	rec.Down.Store(true)
 	ctx := testenv.Context(t, time.Minute)
@@ -120,5 +122,48 @@ func TestReplay_KeepsTheSignature(t *testing.T) {
 	}
 	if got.Header.Get(signing.HeaderSigner) != "UABC" || got.Header.Get(signing.HeaderSignature) != "c2ln" || string(got.Data) != string(m.Data) {
 		t.Fatalf("replayed command lost its signature or body: %v %s", got.Header, got.Data)
+	}
+}
+
+// TestReplayEach_ReplaysWhatIsThereAndNamesWhatIsNot: the sequences given are replayed in
+// their order, one that is not there is reported and does not stop the others, and all
+// replays every dead letter left, oldest first.
+func TestReplayEach_ReplaysWhatIsThereAndNamesWhatIsNot(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	var seqs []uint64
+	for _, cid := range []string{"e-1", "e-2", "e-3"} {
+		body, err := domain.Command{ID: cid, ResourceID: cluster, Task: domain.TaskNone}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := nats.NewMsg(domain.DLQSubject(domain.MustKey(cluster)))
+		m.Data = body
+		m.Header.Set(function.HeaderDLQReason, "test")
+		ack, err := env.JS.PublishMsg(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	r, err := dlq.ReplayEach(ctx, env.JS, []uint64{seqs[1], 999, seqs[0]}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Done) != 2 || r.Done[0].Letter.CommandID != "e-2" || r.Done[1].Letter.CommandID != "e-1" || r.Done[0].Ack.Stream != domain.CommandsStream {
+		t.Errorf("replayed %+v, want e-2 then e-1 to %s", r.Done, domain.CommandsStream)
+	}
+	if len(r.Missing) != 1 || r.Missing[0] != 999 {
+		t.Errorf("missing %v, want [999]", r.Missing)
+	}
+	if c := r.Done[0].Letter.Command(); c.ResourceID != cluster || c.Task != domain.TaskNone {
+		t.Errorf("the letter's command reads %+v", c)
+	}
+	r, err = dlq.ReplayEach(ctx, env.JS, nil, true)
+	if err != nil || len(r.Done) != 1 || r.Done[0].Letter.CommandID != "e-3" || len(r.Missing) != 0 {
+		t.Fatalf("replay all = %+v, %v; want e-3 alone", r, err)
+	}
+	if letters, err := dlq.List(ctx, env.JS); err != nil || len(letters) != 0 {
+		t.Errorf("left: %+v, %v", letters, err)
 	}
 }

@@ -222,6 +222,15 @@ func jsonTypeName(kind string) string {
 // Validate checks the fields of a decoded command against the entity key of its subject and
 // the Nats-Msg-Id header (msgID, "" if absent).
 func (c *Command) Validate(key, msgID string) *Rejection {
+	if rej := c.validateIdentity(key, msgID); rej != nil {
+		return rej
+	}
+	return c.validateFields()
+}
+
+// validateIdentity checks what names the command and its entity: the id against the
+// Nats-Msg-Id header, the resource ID against the subject's key.
+func (c *Command) validateIdentity(key, msgID string) *Rejection {
 	if rej := CheckID(c.ID, msgID); rej != nil {
 		return rej
 	}
@@ -235,6 +244,11 @@ func (c *Command) Validate(key, msgID string) *Rejection {
 	if key != "" && k != key {
 		return InvalidParameter("resourceId", "encodes to key %q, but the command was sent on subject key %q", truncate(k, 64), truncate(key, 64))
 	}
+	return nil
+}
+
+// validateFields checks the task and the fields that go with it.
+func (c *Command) validateFields() *Rejection {
 	switch {
 	case c.Task == "":
 		return InvalidParameter("task", "is required")
@@ -309,6 +323,7 @@ func (c *Command) validateWindow() *Rejection {
 	}
 	return nil
 }
+
 
 func checkText(field, s string, max int) *Rejection {
 	if len(s) > max {

@@ -96,9 +96,6 @@ const (
 	// CommandPriorityGroup is the priority group the command function pulls with: each
 	// partition is pinned to one replica at a time (pinned_client).
 	CommandPriorityGroup = "command"
-	// DefaultMaxDeliver is the delivery budget of a command: the function dead-letters it on
-	// this delivery if it still fails.
-	DefaultMaxDeliver = 10
 )
 
 // CommandConsumer is the durable consumer of command partition p.

@@ -47,7 +47,8 @@ type Config struct {
 	Consumers []string
 	Handler   Handler
 	// MaxDeliver is the delivery budget: the message is dead-lettered on this delivery if the
-	// handler still fails. It should be one less than the consumer's MaxDeliver.
+	// handler still fails (default DefaultMaxDeliver). The consumer's own MaxDeliver is
+	// unlimited or above it, so that the runtime, not the server, has the last word.
 	MaxDeliver int
 	// Backoff is the delay before retry n (the last value repeats).
 	Backoff []time.Duration
@@ -76,6 +77,11 @@ type Config struct {
 	Meters metric.MeterProvider
 }
 
+// DefaultMaxDeliver is the delivery budget of a message whose handler keeps failing for a
+// reason that is not its own (a command while the bucket is unreachable): with DefaultBackoff
+// it rides out a NATS leader election, then the message is dead-lettered.
+const DefaultMaxDeliver = 10
+
 // startRetry is how long a replica keeps looking up its consumers at start while NATS elects
 // leaders (FACTS: an election takes seconds).
 const startRetry = 30 * time.Second
@@ -93,7 +99,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: Handler is required", ErrInvalidConfig)
 	}
 	if c.MaxDeliver <= 0 {
-		c.MaxDeliver = 10
+		c.MaxDeliver = DefaultMaxDeliver
 	}
 	if len(c.Backoff) == 0 {
 		c.Backoff = DefaultBackoff

@@ -135,28 +135,8 @@ func NormalizeServers(servers string) string {
 // NATSOptions validates o and returns its nats.go options (without the error handler that
 // Connect installs, and without Extra).
 func (o Options) NATSOptions() ([]nats.Option, error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, a...))
-	}
-	if o.CredsFile != "" && o.NkeyFile != "" {
-		return nil, bad("use a credentials file or an nkey seed file, not both")
-	}
-	if (o.CertFile == "") != (o.KeyFile == "") {
-		return nil, bad("a client certificate needs its key and a key its certificate")
-	}
-	for _, f := range []struct{ what, path string }{
-		{"credentials", o.CredsFile}, {"nkey seed", o.NkeyFile},
-		{"TLS certificate", o.CertFile}, {"TLS key", o.KeyFile}, {"TLS CA", o.CAFile},
-	} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			return nil, fmt.Errorf("%w: %s file: %w", ErrInvalidOptions, f.what, err)
-		}
-	}
-	if o.InboxPrefix != "" && !validPrefix(o.InboxPrefix) {
-		return nil, bad("inbox prefix %q: use subject tokens without wildcards, e.g. _INBOX_admin", o.InboxPrefix)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -195,6 +175,35 @@ func (o Options) NATSOptions() ([]nats.Option, error) {
 		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	return opts, nil
+}
+
+// check refuses options that cannot work, before any connection is tried: files that go
+// together given alone, files that are not there, an inbox prefix that is not a subject.
+func (o Options) check() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, a...))
+	}
+	if o.CredsFile != "" && o.NkeyFile != "" {
+		return bad("use a credentials file or an nkey seed file, not both")
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return bad("a client certificate needs its key and a key its certificate")
+	}
+	for _, f := range []struct{ what, path string }{
+		{"credentials", o.CredsFile}, {"nkey seed", o.NkeyFile},
+		{"TLS certificate", o.CertFile}, {"TLS key", o.KeyFile}, {"TLS CA", o.CAFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("%w: %s file: %w", ErrInvalidOptions, f.what, err)
+		}
+	}
+	if o.InboxPrefix != "" && !validPrefix(o.InboxPrefix) {
+		return bad("inbox prefix %q: use subject tokens without wildcards, e.g. _INBOX_admin", o.InboxPrefix)
+	}
+	return nil
 }
 
 func validPrefix(p string) bool {

@@ -36,7 +36,7 @@ func (o *Outage) Get(ctx context.Context, key string) (domain.Record, uint64, er
 
 // StartCommandsOverOutage runs the command function on js until the test ends, reading the
 // bucket through the returned Outage: while it is down, a command is dead-lettered on its
-// second delivery (provision with MaxDeliver 2), after a quick retry.
+// second delivery (a delivery budget of 2), after a quick retry.
 func StartCommandsOverOutage(t testing.TB, js jetstream.JetStream) *Outage {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

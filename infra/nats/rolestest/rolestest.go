@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,13 +22,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 
-	"maintsignals/functions/command"
-	"maintsignals/functions/emitter"
-	"maintsignals/functions/notices"
-	"maintsignals/functions/webhook"
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
+	"maintsignals/infra/registry"
 	"maintsignals/shared/client"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
@@ -161,56 +161,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hooks.Add(1) }))
 	t.Cleanup(hookSrv.Close)
 	if o.RunFunctions {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		errs := make(chan error, 4)
-		tel, err := telemetry.Setup(ctx, telemetry.Config{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(3)
-		go func() { defer wg.Done(); errs <- command.Run(ctx, p["command"].JS, command.Config{Log: quiet}) }()
-		go func() {
-			defer wg.Done()
-			// A ladder of 2 h: a window announced 1 h ahead gets its reminder at the next tick.
-			errs <- notices.Run(ctx, p["emitter"].JS, notices.Config{Remind: []time.Duration{2 * time.Hour}, Tick: time.Second, Logger: quiet})
-		}()
-		go func() {
-			defer wg.Done()
-			errs <- emitter.Run(ctx, p["emitter"].JS, tel, emitter.Config{Tick: time.Second, Logger: quiet})
-		}()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- webhook.Run(ctx, p["emitter"].JS, webhook.Config{Log: quiet, Subscriptions: []webhook.Subscription{
-				{Name: "roles", URL: hookSrv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}})
-		}()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, err := op.JS.Consumer(testenv.Context(t, time.Second), domain.WebhookStream, domain.WebhookConsumer("roles")); err == nil {
-				break
-			}
-			select {
-			case err := <-errs:
-				cancel()
-				t.Fatalf("a function stopped: %v", err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				cancel()
-				t.Fatal("the webhook function did not create its consumers")
-			}
-		}
-		t.Cleanup(func() {
-			cancel()
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Errorf("function: %v", err)
-				}
-			}
-			_ = tel.Shutdown(context.Background())
-		})
+		runFunctions(t, p, op, hookSrv.URL)
 	}
 
 	t.Run("the admin sends a command and reads the record and the events", func(t *testing.T) {
@@ -314,29 +265,45 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 
 	t.Run("the functions acknowledge what they handle", func(t *testing.T) {
 		ctx := testenv.Context(t, 15*time.Second)
+		cfg, err := pcfg.WithDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
 		var delivered uint64
-		for i := 0; i < provision.DefaultConfig().Partitions; i++ {
+		for _, c := range provision.Consumers(cfg) {
+			f, _ := registry.Of(c.Stream, c.Durable)
+			if f.Tick {
+				// A tick function acknowledges each tick after its run: at least one by now.
+				for consumerInfo(t, op, c.Stream, c.Durable).AckFloor.Consumer == 0 {
+					select {
+					case <-ctx.Done():
+						t.Fatalf("the %s function acknowledged no tick", f.Name)
+					case <-time.After(200 * time.Millisecond):
+					}
+				}
+				continue
+			}
 			// An ack reaches the consumer's state a moment after the outcome is out: ask again
-			// until the ack floor has caught up (or the test's time is up).
-			ci := consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(i))
-			for (ci.NumAckPending != 0 || ci.AckFloor.Stream != ci.Delivered.Stream) && ctx.Err() == nil {
+			// until the ack floor has caught up (or the test's time is up). Compared in consumer
+			// sequences: a filtered consumer's stream sequence moves past the messages of other
+			// partitions without delivering them, and its stream ack floor may stay behind.
+			settled := func(ci *jetstream.ConsumerInfo) bool {
+				return ci.NumAckPending == 0 && ci.AckFloor.Consumer == ci.Delivered.Consumer
+			}
+			ci := consumerInfo(t, op, c.Stream, c.Durable)
+			for !settled(ci) && ctx.Err() == nil {
 				time.Sleep(100 * time.Millisecond)
-				ci = consumerInfo(t, op, domain.CommandsStream, domain.CommandConsumer(i))
+				ci = consumerInfo(t, op, c.Stream, c.Durable)
 			}
-			if ci.NumAckPending != 0 || ci.AckFloor.Stream != ci.Delivered.Stream {
-				t.Errorf("%s: %d pending acks, ack floor %d, delivered %d", ci.Name, ci.NumAckPending, ci.AckFloor.Stream, ci.Delivered.Stream)
+			if !settled(ci) {
+				t.Errorf("%s: %d pending acks, ack floor %d, delivered %d (consumer sequences)", ci.Name, ci.NumAckPending, ci.AckFloor.Consumer, ci.Delivered.Consumer)
 			}
-			delivered += ci.Delivered.Consumer
+			if c.Stream == domain.CommandsStream {
+				delivered += ci.Delivered.Consumer
+			}
 		}
 		if delivered != 4 {
 			t.Errorf("%d commands delivered, want 4", delivered)
-		}
-		for consumerInfo(t, op, domain.ScheduleStream, domain.EmitterConsumer).AckFloor.Consumer == 0 {
-			select {
-			case <-ctx.Done():
-				t.Fatal("the emitter acknowledged no tick")
-			case <-time.After(200 * time.Millisecond):
-			}
 		}
 	})
 
@@ -528,6 +495,85 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			t.Errorf("delete: %v", err)
 		}
 	})
+}
+
+// runFunctions runs every function of the registry until the test ends, each as the party
+// named after it or else the last party of its role (the emitter's user runs the notices and
+// webhook functions), with a tick of one second, a reminder ladder of 2 h (a window announced
+// 1 h ahead gets its reminder at the next tick) and the webhook function delivering to hookURL.
+func runFunctions(t *testing.T, p map[string]*Party, op *Party, hookURL string) {
+	t.Helper()
+	subs := filepath.Join(t.TempDir(), "subscriptions.json")
+	if err := os.WriteFile(subs, []byte(`[{"name":"roles","url":"`+hookURL+`","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string][]string{"notices": {"--remind", "2h"}, "webhook": {"--subscriptions", subs}}
+	ctx, cancel := context.WithCancel(context.Background())
+	tel, err := telemetry.Setup(ctx, telemetry.Config{Logger: quiet})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	fns := registry.Functions()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(fns))
+	for _, f := range fns {
+		fs := pflag.NewFlagSet(f.Name, pflag.ContinueOnError)
+		b := registry.Bind(fs, []registry.Function{f})
+		if err := fs.Parse(args[f.Name]); err != nil {
+			cancel()
+			t.Fatalf("%s %q: %v", f.Name, args[f.Name], err)
+		}
+		party := partyOf(t, p, f)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- b.Run(ctx, registry.Env{JS: party.JS, Tel: tel, Log: quiet, Tick: time.Second}, nil)
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("function: %v", err)
+			}
+		}
+		_ = tel.Shutdown(context.Background())
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := op.JS.Consumer(testenv.Context(t, time.Second), domain.WebhookStream, domain.WebhookConsumer("roles")); err == nil {
+			return
+		}
+		select {
+		case err := <-errs:
+			t.Fatalf("a function stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook function did not create its consumers")
+		}
+	}
+}
+
+// partyOf is the party that runs function f: the user named after it, else the last user of
+// its role.
+func partyOf(t *testing.T, p map[string]*Party, f registry.Function) *Party {
+	t.Helper()
+	var party *Party
+	for _, u := range natsconf.DefaultUsers() {
+		if u.Name == f.Name {
+			return p[u.Name]
+		}
+		if string(u.Role) == f.Role {
+			party = p[u.Name]
+		}
+	}
+	if party == nil {
+		t.Fatalf("no user plays role %s, which function %s needs (natsconf.DefaultUsers)", f.Role, f.Name)
+	}
+	return party
 }
 
 func consumerInfo(t *testing.T, op *Party, stream, name string) *jetstream.ConsumerInfo {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package local
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"syscall"
 )
 
-// lockDataDir takes an exclusive lock on dir so that two `maintctl up` never share one
+// Lock takes an exclusive lock on dir so that two `maintctl up` never share one
 // JetStream store (nats-server does not lock its store directory). The lock ends with the
 // process; release removes it earlier.
-func lockDataDir(dir string) (release func(), err error) {
+func Lock(dir string) (release func(), err error) {
 	path := filepath.Join(dir, "maintctl.lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {

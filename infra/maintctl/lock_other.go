@@ -1,6 +1,0 @@
-//go:build !unix
-
-package main
-
-// lockDataDir is a no-op where flock is not available.
-func lockDataDir(string) (func(), error) { return func() {}, nil }

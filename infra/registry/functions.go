@@ -1,0 +1,263 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
+
+	"maintsignals/functions/command"
+	"maintsignals/functions/emitter"
+	"maintsignals/functions/notices"
+	"maintsignals/functions/webhook"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
+	"maintsignals/shared/signing"
+)
+
+// roleFunction is the NATS role of the functions that write records, events and notices.
+const roleFunction = "function"
+
+func commandFunction() Function {
+	return Function{
+		Name:      "command",
+		About:     "applies admin and outcome commands (every partition of MAINT_COMMANDS)",
+		Role:      roleFunction,
+		Drain:     function.DefaultDrainTimeout,
+		Consumers: commandConsumers,
+		Serves:    []Serve{{Stream: domain.CommandsStream, Consumer: "*", Prefix: domain.CommandConsumerPrefix, Pinned: true}},
+		Access: Access{
+			Publish: []string{domain.EventPrefix + "*", domain.DLQPrefix + "*", RecordSubjects},
+			Read:    []string{RecordsStream},
+			// A redelivered command checks whether its outcome is already out (the last event of
+			// its entity).
+			Get: []string{domain.EventsStream},
+			// It finds the partition consumers that provisioning created.
+			API: []string{"$JS.API.CONSUMER.NAMES." + domain.CommandsStream},
+		},
+		Flags: commandFlags,
+	}
+}
+
+// commandConsumers are one consumer per command partition.
+func commandConsumers(t Topology) []Consumer {
+	out := make([]Consumer, 0, t.Partitions)
+	for p := 0; p < t.Partitions; p++ {
+		out = append(out, Consumer{Stream: domain.CommandsStream, ConsumerConfig: jetstream.ConsumerConfig{
+			Durable:       domain.CommandConsumer(p),
+			Description:   fmt.Sprintf("command function, partition %d", p),
+			FilterSubject: domain.CommandFilter(p),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			// One replica at a time serves a partition (it keeps the entities' order); another
+			// takes over when it stops renewing its pin. The runtime fences a new pin until the
+			// previous holder's commands are settled.
+			PriorityPolicy: jetstream.PriorityPolicyPinned,
+			PriorityGroups: []string{domain.CommandPriorityGroup},
+			PinnedTTL:      domain.PinnedTTL(t.AckWait),
+			MaxAckPending:  t.InFlight,
+			AckWait:        t.AckWait,
+			// Unlimited: the runtime, not the server, has the last word (it dead-letters at its
+			// budget, function.DefaultMaxDeliver, and keeps trying while the dead letter itself
+			// cannot be written), so the server never drops a command silently.
+			MaxDeliver: -1,
+			Replicas:   t.Replicas,
+		}})
+	}
+	return out
+}
+
+func commandFlags(fs *pflag.FlagSet) Instance {
+	var (
+		cfg               command.Config
+		signers           string
+		requireSignatures bool
+	)
+	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
+	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
+	fs.BoolVar(&requireSignatures, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
+	fs.DurationVar(&cfg.MaxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
+	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
+	// authority loads the signing policy (nil: none) and follows the signers file until ctx
+	// ends, so that keys rotate without a restart.
+	authority := func(ctx context.Context, log *slog.Logger) (command.Authority, error) {
+		switch {
+		case signers == "" && requireSignatures:
+			return nil, errors.New("--require-signatures needs --signers FILE")
+		case signers == "":
+			return nil, nil
+		}
+		return signing.Watch(ctx, signers, requireSignatures, signing.DefaultWatchEvery, log)
+	}
+	return Instance{
+		Check: func(ctx context.Context, log *slog.Logger) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			_, err := authority(ctx, log)
+			return err
+		},
+		Run: func(ctx context.Context, env Env) error {
+			auth, err := authority(ctx, env.Log)
+			if err != nil {
+				return err
+			}
+			c := cfg
+			c.Log, c.Meters, c.Auth = env.Log, env.Tel.MeterProvider(), auth
+			return command.Run(ctx, env.JS, c)
+		},
+	}
+}
+
+func emitterFunction() Function {
+	return Function{
+		Name:      "emitter",
+		About:     "re-exports every tracked state as OTLP metrics on each tick",
+		Role:      roleFunction,
+		Tick:      true,
+		Drain:     emitter.DefaultExportTimeout + 5*time.Second,
+		Consumers: tickConsumers(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
+		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: domain.EmitterConsumer}},
+		// It scans the bucket; a lone replica reads the tick interval from the schedule.
+		Access: Access{Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream}},
+		Flags:  emitterFlags,
+	}
+}
+
+func emitterFlags(fs *pflag.FlagSet) Instance {
+	var cfg emitter.Config
+	fs.DurationVar(&cfg.Retention, "retention", emitter.DefaultRetention, "how long an entity in None keeps being emitted")
+	fs.BoolVar(&cfg.PUCM, "pucm", false, "also emit the ARO-RP compatible cluster.maintenance.pucm metric")
+	stuckAfterFlag(fs, &cfg.StuckAfter)
+	return Instance{Run: func(ctx context.Context, env Env) error {
+		c := cfg
+		c.Tick, c.Logger = env.Tick, env.Log
+		return emitter.Run(ctx, env.JS, env.Tel, c)
+	}}
+}
+
+// stuckAfterFlag is the stuck limit, which the emitter (cluster.maintenance.stuck) and the
+// notices function (the stuck notice) share: `up` gives both the one value.
+func stuckAfterFlag(fs *pflag.FlagSet, v *time.Duration) {
+	fs.DurationVar(v, "stuck-after", domain.DefaultStuckAfter, "an update running longer than this is stuck (cluster.maintenance.stuck, the stuck notice)")
+}
+
+func noticesFunction() Function {
+	return Function{
+		Name:      "notices",
+		About:     "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
+		Role:      roleFunction,
+		Tick:      true,
+		Drain:     notices.DefaultRunTimeout + 5*time.Second,
+		Consumers: tickConsumers(domain.NoticesConsumer, "notices function: one replica serves each tick"),
+		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: domain.NoticesConsumer}},
+		// It scans the bucket and reads the last notice of an entity.
+		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream}},
+		Flags:  noticesFlags,
+	}
+}
+
+func noticesFlags(fs *pflag.FlagSet) Instance {
+	var cfg notices.Config
+	remind := fs.String("remind", notices.FormatLadder(notices.DefaultRemind), `reminder lead times before a window starts, comma-separated ("" for none)`)
+	stuckAfterFlag(fs, &cfg.StuckAfter)
+	ladder := func() ([]time.Duration, error) {
+		l, err := notices.ParseLadder(*remind)
+		if err != nil {
+			return nil, fmt.Errorf("--remind: %w", err)
+		}
+		return l, nil
+	}
+	return Instance{
+		Check: func(context.Context, *slog.Logger) error { _, err := ladder(); return err },
+		Run: func(ctx context.Context, env Env) error {
+			l, err := ladder()
+			if err != nil {
+				return err
+			}
+			c := cfg
+			c.Remind, c.Tick, c.Logger, c.Meters = l, env.Tick, env.Log, env.Tel.MeterProvider()
+			err = notices.Run(ctx, env.JS, c)
+			if errors.Is(err, notices.ErrInvalidConfig) {
+				return fmt.Errorf("--remind, --stuck-after: %w", err)
+			}
+			return err
+		},
+	}
+}
+
+// tickConsumers is a tick function's one consumer of the ticks.
+func tickConsumers(name, desc string) func(Topology) []Consumer {
+	return func(t Topology) []Consumer { return []Consumer{tickConsumer(t, name, desc)} }
+}
+
+// tickConsumer is a function's own consumer of the ticks: the ticks stay in the stream (limits
+// retention), and each consumer hands every tick to one replica of its function.
+func tickConsumer(t Topology, name, desc string) Consumer {
+	return Consumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   desc,
+		FilterSubject: domain.TickSubject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		MaxAckPending: 1,
+		// A replica that dies holding a tick blocks the next one until the ack wait runs
+		// out: keep it under half a tick (the runtime signals progress while a run is long).
+		AckWait:    TickAckWait(t.Tick),
+		MaxDeliver: 3,
+		Replicas:   t.Replicas,
+	}}
+}
+
+// TickAckWait is a tick consumer's ack wait for a tick interval: half the tick, between 500 ms
+// and 30 s.
+func TickAckWait(tick time.Duration) time.Duration {
+	return min(max(tick/2, 500*time.Millisecond), 30*time.Second)
+}
+
+func webhookFunction() Function {
+	return Function{
+		Name:  "webhook",
+		About: "delivers events and notices to the --subscriptions endpoints (signed CloudEvents)",
+		Role:  roleFunction,
+		Drain: webhook.DefaultTimeout + 5*time.Second,
+		// One consumer per subscription on the webhook feed, made by the function from its
+		// subscriptions file; no other role may reach that stream but an admin's replays.
+		Serves: []Serve{{Stream: domain.WebhookStream, Consumer: "*", Prefix: domain.WebhookConsumerPrefix, Pinned: true, Creates: true}},
+		// A delivery that fails for good is a dead letter of its subscription.
+		Access: Access{Publish: []string{domain.DLQPrefix + "*"}},
+		Flags:  webhookFlags,
+	}
+}
+
+func webhookFlags(fs *pflag.FlagSet) Instance {
+	var (
+		cfg           webhook.Config
+		subscriptions string
+	)
+	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
+	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
+	return Instance{
+		Idle: func() bool { return subscriptions == "" },
+		Run: func(ctx context.Context, env Env) error {
+			if subscriptions == "" {
+				if !env.Up {
+					return errors.New("the webhook function needs --subscriptions FILE")
+				}
+				<-ctx.Done() // up without subscriptions: nothing to deliver
+				return nil
+			}
+			subs, err := webhook.LoadFile(subscriptions)
+			if err != nil {
+				return err
+			}
+			c := cfg
+			c.Subscriptions, c.Log, c.Meters = subs, env.Log, env.Tel.MeterProvider()
+			return webhook.Run(ctx, env.JS, c)
+		},
+	}
+}
