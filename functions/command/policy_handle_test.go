@@ -11,10 +11,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/policies"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/signing"
 	"maintsignals/test/testenv"
 )
 
@@ -149,5 +151,67 @@ func TestHandle_RedeliveryAfterThePolicyChangedDecidesAlike(t *testing.T) {
 	}
 	if r, _ := record(t, env, domain.MustKey(inRG("c1"))); r.State != domain.StateNone {
 		t.Errorf("record %+v changed", r)
+	}
+}
+
+// TestHandle_CustomerSigner: with signatures required, a customer signer reschedules the
+// announced window of an entity of its scope (its name the actor), and nothing else: not an
+// entity outside its scopes, not an announcement, an update, a clear or an outcome.
+func TestHandle_CustomerSigner(t *testing.T) {
+	admin, _ := nkeys.CreateUser()
+	customer, _ := nkeys.CreateUser()
+	pub := func(kp nkeys.KeyPair) string { k, _ := kp.PublicKey(); return k }
+	auth, err := signing.NewPolicy(true, []signing.Signer{
+		{Name: "alice", PublicKey: pub(admin), Roles: []signing.Role{signing.RoleAdmin}},
+		{Name: "contoso", PublicKey: pub(customer), Roles: []signing.Role{signing.RoleCustomer}, Scopes: []string{policyRG}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := testenv.Start(t)
+	runPolicies(t, env)
+	setPolicy(t, env.JS, "reschedule", "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333", `{"allowReschedule": true}`)
+	startReplicas(t, env, 1, command.Config{Auth: auth})
+	outside := "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333/resourceGroups/rg-2/providers/Microsoft.RedHatOpenShift/openShiftClusters/c9"
+	start := time.Now().UTC().Add(72 * time.Hour).Truncate(time.Second)
+	w := &domain.Window{Start: start, End: start.Add(4 * time.Hour)}
+	moved := &domain.Window{Start: start.Add(24 * time.Hour)}
+	for i, id := range []string{inRG("c1"), outside} {
+		if _, err := env.JS.PublishMsg(context.Background(), signedMsg(t, admin, domain.Command{ID: fmt.Sprintf("a-%d", i), ResourceID: id, Task: domain.TaskPending, Window: w}, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name    string
+		cmd     domain.Command
+		outcome domain.Outcome
+		actor   string
+	}{
+		{"reschedules its entity", domain.Command{ID: "c-1", ResourceID: inRG("c1"), Task: domain.TaskReschedule, Window: moved}, domain.OutcomeApplied, "contoso"},
+		{"may not reschedule outside its scopes", domain.Command{ID: "c-2", ResourceID: outside, Task: domain.TaskReschedule, Window: moved}, domain.OutcomeRejected, ""},
+		{"may not announce", domain.Command{ID: "c-3", ResourceID: inRG("c1"), Task: domain.TaskPending, Window: w}, domain.OutcomeRejected, ""},
+		{"may not start an update", domain.Command{ID: "c-4", ResourceID: inRG("c1"), Task: domain.TaskEverything, Force: true}, domain.OutcomeRejected, ""},
+		{"may not clear", domain.Command{ID: "c-5", ResourceID: inRG("c1"), Task: domain.TaskNone}, domain.OutcomeRejected, ""},
+		{"may not report an outcome", domain.Command{ID: "c-6", ResourceID: inRG("c1"), Task: domain.TaskUpdateFailed, Error: "x"}, domain.OutcomeRejected, ""},
+	}
+	for _, s := range steps {
+		if _, err := env.JS.PublishMsg(context.Background(), signedMsg(t, customer, s.cmd, s.cmd.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]domain.Event{}
+	for _, id := range []string{inRG("c1"), outside} {
+		for _, ev := range events(t, env.JS, domain.MustKey(id), map[string]int{inRG("c1"): 6, outside: 2}[id]) {
+			got[ev.CommandID] = ev
+		}
+	}
+	for _, s := range steps {
+		ev := got[s.cmd.ID]
+		if ev.Outcome != s.outcome || ev.Actor != s.actor || s.outcome == domain.OutcomeRejected && ev.Code != domain.CodeUnauthorized {
+			t.Errorf("%s: %+v, want %s by %q", s.name, ev, s.outcome, s.actor)
+		}
+	}
+	if r, _ := record(t, env, domain.MustKey(inRG("c1"))); r.State != domain.StatePending || !r.Window.Start.Equal(moved.Start) {
+		t.Errorf("record %+v, want Pending with the window moved", r)
 	}
 }

@@ -354,7 +354,9 @@ func explainPermission(err error) error {
 	case pe.Op == "subscribe" && strings.HasPrefix(pe.Subject, "_INBOX"):
 		advice = "the replies to this user go elsewhere: set --inbox-prefix ($NATS_INBOX_PREFIX) to your role's, e.g. _INBOX_admin"
 	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.CommandPrefix):
-		advice = "sending commands takes a user of the admin role, or updater for outcomes: connect as one with --nkey FILE or --creds FILE"
+		advice = "sending commands takes a user of the admin role, or updater for outcomes, or customer for reschedules: connect as one with --nkey FILE or --creds FILE"
+	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.PolicyPrefix):
+		advice = "sending policy commands takes a user of the admin or customer role: connect as one with --nkey FILE or --creds FILE"
 	default:
 		advice = "connect as a user whose role allows it with --nkey FILE or --creds FILE"
 	}

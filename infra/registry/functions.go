@@ -13,6 +13,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/functions/notices"
+	"maintsignals/functions/policies"
 	"maintsignals/functions/webhook"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -32,7 +33,8 @@ func commandFunction() Function {
 		Serves:    []Serve{{Stream: domain.CommandsStream, Consumer: "*", Prefix: domain.CommandConsumerPrefix, Pinned: true}},
 		Access: Access{
 			Publish: []string{domain.EventPrefix + "*", domain.DLQPrefix + "*", RecordSubjects},
-			Read:    []string{RecordsStream},
+			// Its view of the policies: every revision the bucket keeps, followed live.
+			Read: []string{RecordsStream, domain.PoliciesBucketStream},
 			// A redelivered command checks whether its outcome is already out (the last event of
 			// its entity).
 			Get: []string{domain.EventsStream},
@@ -72,43 +74,118 @@ func commandConsumers(t Topology) []Consumer {
 }
 
 func commandFlags(fs *pflag.FlagSet) Instance {
-	var (
-		cfg               command.Config
-		signers           string
-		requireSignatures bool
-	)
-	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)")
-	fs.StringVar(&signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater); read again when it changes`)
-	fs.BoolVar(&requireSignatures, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
-	fs.DurationVar(&cfg.MaxCommandAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	var cfg command.Config
+	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum); a customer's policy may ask for more")
+	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
-	// authority loads the signing policy (nil: none) and follows the signers file until ctx
-	// ends, so that keys rotate without a restart.
-	authority := func(ctx context.Context, log *slog.Logger) (command.Authority, error) {
-		switch {
-		case signers == "" && requireSignatures:
-			return nil, errors.New("--require-signatures needs --signers FILE")
-		case signers == "":
-			return nil, nil
-		}
-		return signing.Watch(ctx, signers, requireSignatures, signing.DefaultWatchEvery, log)
-	}
 	return Instance{
-		Check: func(ctx context.Context, log *slog.Logger) error {
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			_, err := authority(ctx, log)
-			return err
-		},
+		Check: authority.check,
 		Run: func(ctx context.Context, env Env) error {
-			auth, err := authority(ctx, env.Log)
+			auth, err := authority.load(ctx, env.Log)
 			if err != nil {
 				return err
 			}
 			c := cfg
-			c.Log, c.Meters, c.Auth = env.Log, env.Tel.MeterProvider(), auth
+			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+			if auth != nil {
+				c.Auth = auth
+			}
 			return command.Run(ctx, env.JS, c)
+		},
+	}
+}
+
+// signers is the signing policy of --signers and --require-signatures, which the command and
+// policies functions share (one file: its admins, updaters and customers).
+type signers struct {
+	file     string
+	required bool
+}
+
+// signingFlags adds the signing flags, maxAge's included, and returns what they set.
+func signingFlags(fs *pflag.FlagSet, maxAge *time.Duration) *signers {
+	s := &signers{}
+	fs.StringVar(&s.file, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater, customer with "scopes": ["/subscriptions/…"]); read again when it changes`)
+	fs.BoolVar(&s.required, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
+	fs.DurationVar(maxAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	return s
+}
+
+// load reads the signers file (nil: none) and follows it until ctx ends, so that keys rotate
+// without a restart.
+func (s *signers) load(ctx context.Context, log *slog.Logger) (*signing.Watched, error) {
+	switch {
+	case s.file == "" && s.required:
+		return nil, errors.New("--require-signatures needs --signers FILE")
+	case s.file == "":
+		return nil, nil
+	}
+	return signing.Watch(ctx, s.file, s.required, signing.DefaultWatchEvery, log)
+}
+
+func (s *signers) check(ctx context.Context, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, err := s.load(ctx, log)
+	return err
+}
+
+func policiesFunction() Function {
+	return Function{
+		Name:      "policies",
+		About:     "applies policy commands: customers' maintenance policies set and deleted (MAINT_POLICIES)",
+		Role:      roleFunction,
+		Drain:     function.DefaultDrainTimeout,
+		Consumers: policiesConsumers,
+		Serves:    []Serve{{Stream: domain.PoliciesStream, Consumer: domain.PoliciesConsumer, Pinned: true}},
+		Access: Access{
+			// It writes the revisions (a compare-and-swap on the subject's last sequence) and
+			// publishes the outcomes and dead letters.
+			Publish: []string{domain.PolicyEventPrefix + "*", domain.DLQPrefix + "*", domain.PolicySubject(">")},
+			// It reads a scope's last revision with its header, and a redelivered command the
+			// last outcome of its scope.
+			Get: []string{domain.PoliciesBucketStream, domain.EventsStream},
+		},
+		Flags: policiesFlags,
+	}
+}
+
+// policiesConsumers is the policies function's one consumer: pinned to one replica at a time,
+// scopes in stream order, as a command partition.
+func policiesConsumers(t Topology) []Consumer {
+	return []Consumer{{Stream: domain.PoliciesStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:        domain.PoliciesConsumer,
+		Description:    "policies function: policy commands, by scope in stream order",
+		FilterSubject:  domain.PolicyPrefix + "*",
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{domain.PoliciesPriorityGroup},
+		PinnedTTL:      domain.PinnedTTL(t.AckWait),
+		MaxAckPending:  t.InFlight,
+		AckWait:        t.AckWait,
+		MaxDeliver:     -1, // the runtime dead-letters at its budget, as for commands
+		Replicas:       t.Replicas,
+	}}}
+}
+
+func policiesFlags(fs *pflag.FlagSet) Instance {
+	var cfg policies.Config
+	authority := signingFlags(fs, &cfg.MaxCommandAge)
+	return Instance{
+		Check: authority.check,
+		Run: func(ctx context.Context, env Env) error {
+			auth, err := authority.load(ctx, env.Log)
+			if err != nil {
+				return err
+			}
+			c := cfg
+			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+			if auth != nil {
+				c.Auth = auth
+			}
+			return policies.Run(ctx, env.JS, c)
 		},
 	}
 }

@@ -324,7 +324,6 @@ func (c *Command) validateWindow() *Rejection {
 	return nil
 }
 
-
 func checkText(field, s string, max int) *Rejection {
 	if len(s) > max {
 		return InvalidParameter(field, "is %d bytes, at most %d", len(s), max)
