@@ -99,5 +99,11 @@ func TestPolicy_SetCheckAnnounceRescheduleDelete(t *testing.T) {
 	if r := c.run("policy", "get", rg); r.err == nil || !strings.Contains(r.err.Error(), "has no policy") {
 		t.Errorf("policy get after delete: %v", r.err)
 	}
+	// watch shows the entities' events, not the policy commands' outcomes.
+	w := c.ok("watch", "--since", "1h", "--no-follow", "-o", "json")
+	mustContain(t, "watch", w, `"task":"Reschedule"`)
+	if strings.Contains(w, `"scope"`) {
+		t.Errorf("watch shows policy outcomes:\n%s", w)
+	}
 	mustContain(t, "policy check without a policy", c.ok("policy", "check", id, "--window-start", rfc(sat), "--window-end", rfc(sat.Add(4*time.Hour))), "no policy covers it", "allowed")
 }
