@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,10 +47,10 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 			return nil
 		case actRepublish:
 			log.Info("policy command applied before; publishing its outcome again")
-			return a.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
+			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 		case actDuplicate:
 			a.metrics.command(ctx, domain.OutcomeDuplicate, "")
-			return a.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
+			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
 		case actReject:
 			return a.rejected(ctx, key, dec.Event)
 		}
@@ -69,7 +68,7 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 		dec.Event.Revision = rev
 		a.metrics.command(ctx, domain.OutcomeApplied, "")
 		log.Info("policy command applied", "scope", cmd.Scope, "policy_action", cmd.Action(), "outcome", domain.OutcomeApplied, "revision", rev)
-		return a.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
+		return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 	}
 	return fmt.Errorf("policy of %s kept changing: %w", key, errConflict)
 }
@@ -179,7 +178,7 @@ func (a *Applier) reject(ctx context.Context, key string, cmd policy.Command, re
 func (a *Applier) rejected(ctx context.Context, key string, ev domain.PolicyEvent) error {
 	a.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
 	a.log.Warn("policy command rejected", "key", key, "command_id", ev.CommandID, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
-	return a.publish(ctx, key, eventMsgID(ev.CommandID, ev.CommandSeq), ev)
+	return a.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
 }
 
 // deadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
@@ -196,7 +195,7 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 		dec := decide(cur, cmd, d, a.maxAge, a.now().UTC())
 		switch dec.Action {
 		case actRepublish:
-			return a.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
+			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 		case actSkip:
 			return nil
 		}
@@ -204,16 +203,9 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 	ev := outcome(cmd, domain.OutcomeDeadLettered, cur.Rev, a.now().UTC(), msg.Seq)
 	ev.Message = reason
 	a.metrics.command(ctx, domain.OutcomeDeadLettered, "")
-	return a.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", ev)
+	return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", ev)
 }
 
-// eventMsgID is the de-duplication id of a command's outcome: its id and stream sequence.
-func eventMsgID(commandID string, seq uint64) string {
-	if domain.ValidID(commandID) {
-		return commandID + ":" + strconv.FormatUint(seq, 10)
-	}
-	return "seq-" + strconv.FormatUint(seq, 10)
-}
 
 func (a *Applier) publish(ctx context.Context, key, msgID string, ev domain.PolicyEvent) error {
 	b, err := domain.EncodePolicyEvent(ev)

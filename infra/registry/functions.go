@@ -79,21 +79,14 @@ func commandFlags(fs *pflag.FlagSet) Instance {
 	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
-	return Instance{
-		Check: authority.check,
-		Run: func(ctx context.Context, env Env) error {
-			auth, err := authority.load(ctx, env.Log)
-			if err != nil {
-				return err
-			}
-			c := cfg
-			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
-			if auth != nil {
-				c.Auth = auth
-			}
-			return command.Run(ctx, env.JS, c)
-		},
-	}
+	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
+		c := cfg
+		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+		if auth != nil {
+			c.Auth = auth
+		}
+		return command.Run(ctx, env.JS, c)
+	})
 }
 
 // signers is the signing policy of --signers and --require-signatures, which the command and
@@ -124,11 +117,24 @@ func (s *signers) load(ctx context.Context, log *slog.Logger) (*signing.Watched,
 	return signing.Watch(ctx, s.file, s.required, signing.DefaultWatchEvery, log)
 }
 
-func (s *signers) check(ctx context.Context, log *slog.Logger) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	_, err := s.load(ctx, log)
-	return err
+// instance checks the signers file before anything starts and runs run with its policy (nil:
+// none; a nil *signing.Watched must not become a non-nil interface).
+func (s *signers) instance(run func(ctx context.Context, env Env, auth *signing.Watched) error) Instance {
+	return Instance{
+		Check: func(ctx context.Context, log *slog.Logger) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			_, err := s.load(ctx, log)
+			return err
+		},
+		Run: func(ctx context.Context, env Env) error {
+			auth, err := s.load(ctx, env.Log)
+			if err != nil {
+				return err
+			}
+			return run(ctx, env, auth)
+		},
+	}
 }
 
 func policiesFunction() Function {
@@ -173,21 +179,14 @@ func policiesConsumers(t Topology) []Consumer {
 func policiesFlags(fs *pflag.FlagSet) Instance {
 	var cfg policies.Config
 	authority := signingFlags(fs, &cfg.MaxCommandAge)
-	return Instance{
-		Check: authority.check,
-		Run: func(ctx context.Context, env Env) error {
-			auth, err := authority.load(ctx, env.Log)
-			if err != nil {
-				return err
-			}
-			c := cfg
-			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
-			if auth != nil {
-				c.Auth = auth
-			}
-			return policies.Run(ctx, env.JS, c)
-		},
-	}
+	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
+		c := cfg
+		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+		if auth != nil {
+			c.Auth = auth
+		}
+		return policies.Run(ctx, env.JS, c)
+	})
 }
 
 func emitterFunction() Function {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,48 +64,37 @@ func (c *Client) SendPolicy(ctx context.Context, cmd policy.Command) (*PolicyRes
 		return nil, err
 	}
 	var res *PolicyResult
-	err = c.Guard(ctx, domain.PolicyEventSubject(key), func(ctx context.Context) error {
-		var err error
-		res, err = c.sendPolicy(ctx, cmd, msg, key)
-		return err
+	err = c.publishAwaiting(ctx, cmd.ID, domain.PolicyEventSubject(key), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
+		res = &PolicyResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
+		return c.awaitPolicyOutcome(ctx, sub, res, key)
 	})
-	if pe, ok := err.(*natsconn.PermissionError); ok {
-		return nil, fmt.Errorf("policy command %s: %w", cmd.ID, pe)
+	if errors.As(err, new(*natsconn.PermissionError)) {
+		return nil, err
 	}
 	return res, err
 }
 
-func (c *Client) sendPolicy(ctx context.Context, cmd policy.Command, msg *nats.Msg, key string) (*PolicyResult, error) {
-	sub, err := c.NC.SubscribeSync(domain.PolicyEventSubject(key))
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to policy outcomes: %w", err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := c.NC.FlushWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("subscribe to policy outcomes: %w", err)
-	}
-	ack, err := c.pub.PublishMsg(ctx, msg)
-	if err != nil {
-		return nil, fmt.Errorf("publish policy command %s: %w", cmd.ID, notProvisioned(err))
-	}
-	res := &PolicyResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
-	if ack.Duplicate {
+// awaitPolicyOutcome waits on sub for the outcome of the policy command of res, and puts it
+// in res.
+func (c *Client) awaitPolicyOutcome(ctx context.Context, sub *nats.Subscription, res *PolicyResult, key string) error {
+	cmd := res.Command
+	if res.Republished {
 		// Its outcome may be out already: the last of the scope, if it is this command's.
 		if ev, ok := c.lastPolicyEvent(ctx, key); ok && ev.CommandID == cmd.ID {
-			return res, policyOutcome(res, ev)
+			return policyOutcome(res, ev)
 		}
 	}
 	for {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return res, fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
+				return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
 					ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, res.Seq)
 			}
-			return res, fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
+			return fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
 		}
 		if ev, err := domain.DecodePolicyEvent(m.Data); err == nil && ev.CommandID == cmd.ID {
-			return res, policyOutcome(res, ev)
+			return policyOutcome(res, ev)
 		}
 	}
 }

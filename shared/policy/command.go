@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"maintsignals/shared/domain"
 )
@@ -62,13 +61,8 @@ func (c Command) Issued() (time.Time, bool) {
 // read as Decode reads a document; its scope may be left out (it is the command's) and must
 // otherwise be the command's. Compile checks the policy's values.
 func DecodeCommand(body []byte, key, msgID string) (Command, *domain.Rejection) {
-	switch {
-	case len(body) > domain.MaxCommandBytes:
-		return Command{}, &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: fmt.Sprintf("body is %d bytes, at most %d", len(body), domain.MaxCommandBytes)}
-	case !utf8.Valid(body):
-		return Command{}, &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: "body is not valid UTF-8"}
-	case !json.Valid(body):
-		return Command{}, &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: "body is not JSON"}
+	if rej := checkBody(body, "body"); rej != nil {
+		return Command{}, rej
 	}
 	var w wireCommand
 	if rej := decodeObject(body, "body", "", commandKeys, &w); rej != nil {
