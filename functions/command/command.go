@@ -270,7 +270,6 @@ func readError(err error) error {
 	return fmt.Errorf("read record: %w", err)
 }
 
-
 func (d *Applier) publish(ctx context.Context, key, msgID string, ev domain.Event) error {
 	b, err := domain.EncodeEvent(ev)
 	if err != nil {

@@ -206,7 +206,6 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 	return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", ev)
 }
 
-
 func (a *Applier) publish(ctx context.Context, key, msgID string, ev domain.PolicyEvent) error {
 	b, err := domain.EncodePolicyEvent(ev)
 	if err != nil {
