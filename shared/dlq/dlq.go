@@ -41,13 +41,24 @@ type Letter struct {
 // ErrNotFound is returned when a dead letter does not exist.
 var ErrNotFound = errors.New("dead letter not found")
 
-// List returns the dead letters, oldest first.
+// List returns the dead letters, oldest first: every one the stream's leader holds when List
+// is called. The reading consumer may sit on a replica that has not caught up yet (a letter
+// stored a moment ago), so it waits up to catchUpWait for what the leader counted.
 func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
+	s, err := js.Stream(ctx, domain.DLQStream)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	last := s.CachedInfo().State.LastSeq
+	if s.CachedInfo().State.Msgs == 0 {
+		return nil, nil
+	}
 	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
 	var out []Letter
+	deadline := time.Now().Add(catchUpWait)
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
@@ -55,21 +66,29 @@ func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
 		}
 		n := 0
 		for m := range batch.Messages() {
-			n++
 			md, err := m.Metadata()
 			if err != nil {
 				return nil, fmt.Errorf("dead letters: %w", err)
 			}
+			n++
 			out = append(out, letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp))
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return nil, fmt.Errorf("dead letters: %w", err)
 		}
-		if n == 0 {
-			return out, nil
+		switch {
+		case len(out) > 0 && out[len(out)-1].Seq >= last:
+			return out, nil // all the leader held
+		case n == 0 && time.Now().After(deadline):
+			return out, nil // the rest was deleted meanwhile, or the replica lags too far
+		case n == 0:
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
+
+// catchUpWait bounds how long a read waits for a replica that lags its stream's leader.
+const catchUpWait = 2 * time.Second
 
 func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.Time) Letter {
 	l := Letter{Seq: seq, Key: domain.KeyFromSubject(subject), Reason: h.Get(function.HeaderDLQReason), Body: body, At: stored,
