@@ -52,6 +52,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// stale is how long a shard's last run is reported (coverage, and its points on the
+// Prometheus page) without a newer one: two ticks and a run, after which the shard is
+// presumably another replica's.
+func (c Config) stale() time.Duration {
+	return 2*cmp.Or(c.Tick, time.Minute) + c.ExportTimeout
+}
+
+// gatherWindow is how long the first shard of a tick waits for the other shards this replica
+// holds, so that they share one read of the bucket: they arrive within milliseconds.
+func (c Config) gatherWindow() time.Duration { return min(100*time.Millisecond, c.ExportTimeout/20) }
+
 // withDefaults fills zero fields and validates the result.
 func (c Config) withDefaults() (Config, error) {
 	if err := cmp.Or(

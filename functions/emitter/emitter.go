@@ -1,21 +1,27 @@
 // Package emitter is the function that republishes every tracked maintenance state over OTLP
 // on each tick of the schedule (README, Metrics).
 //
-// A tick is served by one replica: the durable emitter consumer hands each tick to one of
-// them, one at a time. A run reads the bucket in one streaming pass and sends, for every
-// tracked entity, a cluster.maintenance.status point per state (1 for the current state, 0
-// for the others), then the fleet view. The points are built as metric data for this run
-// only and sent in requests of their own (telemetry.Emission), bounded in size and gzipped;
-// no SDK instrument holds them, so nothing of one run can leak into a later one.
+// A tick is shared in shards (README, Sharing a tick): each shard has a durable consumer of
+// the ticks, pinned to one replica at a time, and the replica that holds it emits the
+// entities whose key hashes to the shard. A replica holding several shards reads the bucket
+// once for all of them (function.Coalesce). A run reads the bucket in one streaming pass
+// (store.Sweep) and sends, for every tracked entity of its shards, a
+// cluster.maintenance.status point per state (1 for the current state, 0 for the others) and
+// its times, then each shard's fleet view. The points are built as OTLP requests for this run
+// only (batch.go), bounded in size and gzipped; no SDK instrument holds them, so nothing of
+// one run can leak into a later one.
 //
 // Failure semantics: a run that cannot read the bucket or send a request within
 // Config.ExportTimeout counts as failed, and the tick is acknowledged all the same. The
 // next tick is the retry: it reads the state as it is then, which is what should be sent,
 // and the exporter already retries transient errors inside the deadline. Redelivering the
-// tick instead would only send older news later, and compete with the next tick.
+// tick instead would only send older news later, and compete with the next tick. A run that
+// stopped short makes the next one start where it stopped, so that no entity is always the
+// one left out; cluster.maintenance.emitter.coverage says how much of its shard a run sent.
 package emitter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +30,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -48,9 +52,17 @@ type Emitter struct {
 	log     *slog.Logger
 	health  *health
 	runtime metric.MeterProvider
+
+	// shards are the shard consumers provisioning created.
+	shards   *function.Shards
+	coalesce *function.Coalesce[Result]
+	// from is where the next run starts reading the bucket: where the last one stopped.
+	from atomic.Uint64
+	// pool keeps request arenas from run to run.
+	pool chan *batch
 }
 
-// New prepares an emitter on the provisioned bucket.
+// New prepares an emitter on the provisioned bucket and shard consumers.
 func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, cfg Config) (*Emitter, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -63,31 +75,37 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 	if err != nil {
 		return nil, fmt.Errorf("emitter: %w", err)
 	}
-	h, err := newHealth(tel.Meter(ScopeName))
+	log := cfg.Logger.With("function", "emitter")
+	shards, err := function.FindShards(ctx, js, domain.ScheduleStream, domain.EmitterShardPrefix, log)
+	if err != nil {
+		return nil, fmt.Errorf("emitter: %w", err)
+	}
+	h, err := newHealth(tel.Meter(ScopeName), cfg.stale())
 	if err != nil {
 		return nil, err
 	}
-	return &Emitter{
-		cfg:     cfg,
-		store:   st,
-		tel:     tel,
-		log:     cfg.Logger.With("function", "emitter"),
-		health:  h,
-		runtime: tel.MeterProvider(),
-	}, nil
+	e := &Emitter{
+		cfg: cfg, store: st, tel: tel, log: log, health: h,
+		runtime: tel.MeterProvider(), shards: shards, pool: make(chan *batch, 8),
+	}
+	e.coalesce = &function.Coalesce[Result]{Window: cfg.gatherWindow(), Run: e.run}
+	return e, nil
 }
 
 // Close unregisters the emitter's health callbacks.
 func (e *Emitter) Close() error { return e.health.close() }
 
-// RuntimeConfig is how the function runtime serves the emitter: the durable emitter consumer
-// of the schedule stream, one tick at a time, every tick acknowledged (see the package doc).
+// RuntimeConfig is how the function runtime serves the emitter: every shard consumer of the
+// schedule stream, each pinned to one replica at a time and spread over the replicas (the
+// runtime's keyed mode, the consumer as the key), one tick at a time, every tick
+// acknowledged (see the package doc).
 func (e *Emitter) RuntimeConfig() function.Config {
 	return function.Config{
 		Name:      "emitter",
 		Stream:    domain.ScheduleStream,
-		Consumers: []string{domain.EmitterConsumer},
+		Consumers: e.shards.Consumers,
 		Handler:   e.Handle,
+		KeyOf:     func(msg function.Message) string { return msg.Consumer },
 		// The handler fails only by panicking, which the runtime treats as permanent.
 		MaxDeliver:   2,
 		Concurrency:  1,
@@ -114,28 +132,43 @@ const (
 	OutcomeSkipped = "skipped"
 )
 
-// Handle serves one tick. It always acknowledges it (returns nil): see the package doc.
+// Handle serves one shard of one tick. It always acknowledges it (returns nil): see the
+// package doc.
 func (e *Emitter) Handle(ctx context.Context, msg function.Message) error {
-	log := e.log.With("tick_seq", msg.Seq, "tick_next", msg.Header.Get(jetstream.ScheduleNextHeader))
+	shard := e.shards.Of(ctx, msg)
+	log := e.log.With("shard", shard.Index, "tick_seq", msg.Seq, "tick_next", msg.Header.Get(jetstream.ScheduleNextHeader))
 	if msg.Pending > 0 {
 		// Ticks piled up while no emitter ran: only the newest needs a run, and it is waiting.
-		e.health.record(ctx, OutcomeSkipped, 0, Result{})
+		e.health.record(ctx, Result{Shard: shard}, OutcomeSkipped)
 		log.Debug("tick skipped: a newer tick is waiting", "pending", msg.Pending)
 		return nil
 	}
-	res, err := e.Emit(ctx)
-	if err != nil {
-		log.Warn("emission failed; the next tick sends the state again", "err", err,
-			"entities", res.Entities, "requests", res.Requests, "duration", res.Duration)
+	if msg.Delivered > 1 || !e.shards.First(msg) {
+		// A tick delivered again: its holder died, or its acknowledgement came too late. The
+		// holder may have sent the shard already; the next tick sends it in any case, so no
+		// shard of a tick is sent twice.
+		e.health.record(ctx, Result{Shard: shard}, OutcomeSkipped)
+		log.Debug("tick skipped: delivered again", "delivered", msg.Delivered)
 		return nil
 	}
-	log.Debug("emitted", "entities", res.Entities, "points", res.Points, "requests", res.Requests,
-		"dropped", res.Dropped, "corrupt", res.Corrupt, "duration", res.Duration)
+	// The points of a tick carry its time, whichever replica emits which shard.
+	res, err := e.coalesce.Do(ctx, msg.Seq, cmp.Or(msg.Time, e.cfg.Now()), shard)
+	switch {
+	case err != nil:
+		log.Warn("emission abandoned: the tick is no longer this replica's", "err", err)
+	case res.Err != nil:
+		log.Warn("emission failed; the next tick sends the state again", "err", res.Err,
+			"entities", res.Entities, "requests", res.Requests, "coverage", res.Coverage, "duration", res.Duration)
+	default:
+		log.Debug("emitted", "entities", res.Entities, "points", res.Points, "requests", res.Requests,
+			"dropped", res.Dropped, "corrupt", res.Corrupt, "duration", res.Duration)
+	}
 	return nil
 }
 
-// Result describes one run.
+// Result describes the run of one shard.
 type Result struct {
+	Shard domain.Shard
 	// Entities emitted, and Points and Requests sent (or staged, for the Prometheus page).
 	Entities int
 	Points   int
@@ -145,207 +178,67 @@ type Result struct {
 	// Dropped counts entities in None past the retention period, not emitted.
 	Dropped int
 	// Corrupt counts records that could not be read (or carry an unknown state), skipped.
-	Corrupt  int
+	Corrupt int
+	// Coverage is the share of the shard's records the run handled and sent: 1 for a run
+	// that finished, an estimate below 1 for one that stopped short.
+	Coverage float64
 	Duration time.Duration
+	// Err is why the run failed; nil for a run that sent its whole shard.
+	Err error
 }
 
-// Emit runs one emission: it reads the bucket as it is now, in one streaming pass, and sends
-// the points in bounded requests while the scan goes on. It records the run in the health
+// Emit runs one emission of the whole bucket as a single shard and records it in the health
 // metrics.
 func (e *Emitter) Emit(ctx context.Context) (Result, error) {
-	start := time.Now()
-	res, err := e.emit(ctx)
-	res.Duration = time.Since(start)
-	outcome := OutcomeSuccess
-	if err != nil {
-		outcome = OutcomeFailure
-	}
-	e.health.record(ctx, outcome, res.Duration, res)
-	return res, err
+	res := e.EmitShards(ctx, []domain.Shard{{Index: 0, Of: 1}})[0]
+	return res, res.Err
 }
 
-func (e *Emitter) emit(ctx context.Context) (Result, error) {
+// EmitShards runs one emission of the given shards together, reading the bucket once, and
+// records each in the health metrics. Its points carry the time it starts.
+func (e *Emitter) EmitShards(ctx context.Context, shards []domain.Shard) []Result {
+	return e.run(ctx, e.cfg.Now(), shards)
+}
+
+// run emits the shards together within the export timeout, at time at: every point carries
+// it, and it judges retention, overdue and stuck.
+func (e *Emitter) run(ctx context.Context, at time.Time, shards []domain.Shard) []Result {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
 	defer cancel()
-	now := e.cfg.Now()
-	b := newBatcher(now, e.cfg)
-	em := e.tel.NewEmission()
-	// The exporter runs beside the scan: one batch is sent while the next is built.
-	x := startExport(ctx, cancel, em)
-	var res Result
-	scanErr := e.scan(ctx, now, b, &res, x.send)
-	if scanErr == nil {
-		scanErr = x.send(b.finish())
+	r := e.newRun(ctx, cancel, at, shards)
+	r.sweep(e.from.Load())
+	if next, ok := r.stoppedAt(); ok {
+		e.from.Store(next)
 	}
-	requests, exportErr := x.wait()
-	res.Requests = requests
-	res.Entities, res.Points, res.ByState = b.entities, b.points, b.byState
-	switch {
-	case exportErr != nil:
-		em.Abort()
-		return res, fmt.Errorf("emitter: %w: %w", ErrExport, exportErr)
-	case scanErr != nil:
-		em.Abort()
-		return res, fmt.Errorf("emitter: %w: %w", ErrScan, scanErr)
+	out := r.results(time.Since(start))
+	for _, res := range out {
+		e.health.record(ctx, res, outcomeOf(res))
 	}
-	em.Commit()
-	return res, nil
+	return out
 }
 
-// scan reads the bucket into b, handing each full batch to send, and counts in res the
-// records it skipped (unreadable) or dropped (retention ran out).
-func (e *Emitter) scan(ctx context.Context, now time.Time, b *batcher, res *Result, send func(metricdata.ScopeMetrics) error) error {
-	return e.store.Scan(ctx, func(en store.Entry, derr error) error {
-		si := stateIndex(en.Record.State)
-		if derr != nil || si < 0 {
-			res.Corrupt++
-			e.log.Warn("record skipped: cannot be read", "key", en.Key, "state", string(en.Record.State), "err", derr)
-			return nil
-		}
-		if !emitted(en.Record, now, e.cfg.Retention) {
-			res.Dropped++
-			return nil
-		}
-		id := en.Record.ResourceID
-		if id == "" {
-			// A record always carries its ID; the key still names the entity if one does not.
-			id, _ = domain.DecodeKey(en.Key)
-		}
-		if full, ok := b.add(id, si, en.Record); ok {
-			return send(full)
-		}
-		return nil
-	})
+func outcomeOf(res Result) string {
+	if res.Err != nil {
+		return OutcomeFailure
+	}
+	return OutcomeSuccess
 }
 
-// export sends the batches of one run in order, beside the scan; its first failure cancels
-// the run (cancel), and the batches after it are dropped.
-type export struct {
-	ctx      context.Context
-	batches  chan metricdata.ScopeMetrics
-	done     chan struct{}
-	requests int
-	err      error
-}
-
-func startExport(ctx context.Context, cancel context.CancelFunc, em *telemetry.Emission) *export {
-	x := &export{ctx: ctx, batches: make(chan metricdata.ScopeMetrics, 1), done: make(chan struct{})}
-	go func() {
-		defer close(x.done)
-		for sm := range x.batches {
-			if x.err != nil {
-				continue
-			}
-			if err := em.Export(ctx, sm); err != nil {
-				x.err = err
-				cancel() // stop the scan: this run has failed
-				continue
-			}
-			x.requests++
-		}
-	}()
-	return x
-}
-
-// send queues one batch, or fails when the run is over.
-func (x *export) send(sm metricdata.ScopeMetrics) error {
+// getBatch takes a request arena from the pool, or makes one.
+func (e *Emitter) getBatch() *batch {
 	select {
-	case x.batches <- sm:
-		return nil
-	case <-x.ctx.Done():
-		return x.ctx.Err()
+	case b := <-e.pool:
+		return b
+	default:
+		return newBatch(e.cfg.BatchSize)
 	}
 }
 
-// wait ends the export once the queued batches are sent: the requests that went out and the
-// first failure.
-func (x *export) wait() (int, error) {
-	close(x.batches)
-	<-x.done
-	return x.requests, x.err
-}
-
-// Health metrics of the emitter, exported with the process's other SDK instruments.
-const (
-	MetricRuns        = "cluster.maintenance.emitter.runs"
-	MetricDuration    = "cluster.maintenance.emitter.duration"
-	MetricLastSuccess = "cluster.maintenance.emitter.last_success"
-	MetricExported    = "cluster.maintenance.emitter.exported"
-	AttrOutcome       = "outcome"
-)
-
-// durationBuckets suit runs from milliseconds (a small fleet) to a minute (the tick).
-var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
-
-// health records runs. Every series has a fixed, small set of attributes.
-type health struct {
-	runs     metric.Int64Counter
-	duration metric.Float64Histogram
-	reg      metric.Registration
-	// lastSuccess (unix nanoseconds) and exported describe the last successful run of this
-	// replica; observed at collection, so a gauge never outlives what it reports.
-	lastSuccess atomic.Int64
-	exported    atomic.Int64
-}
-
-var outcomeAttrs = map[string]metric.MeasurementOption{
-	OutcomeSuccess: metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, OutcomeSuccess))),
-	OutcomeFailure: metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, OutcomeFailure))),
-	OutcomeSkipped: metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, OutcomeSkipped))),
-}
-
-func newHealth(m metric.Meter) (*health, error) {
-	h := &health{}
-	var err error
-	if h.runs, err = m.Int64Counter(MetricRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Emitter runs by outcome: success, failure, or skipped because a newer tick was waiting.")); err != nil {
-		return nil, fmt.Errorf("emitter metrics: %w", err)
+// putBatch gives an arena back to the pool, or drops it when the pool is full.
+func (e *Emitter) putBatch(b *batch) {
+	select {
+	case e.pool <- b:
+	default:
 	}
-	if h.duration, err = m.Float64Histogram(MetricDuration, metric.WithUnit("s"),
-		metric.WithDescription("Duration of emitter runs, reading the bucket and exporting."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
-		return nil, fmt.Errorf("emitter metrics: %w", err)
-	}
-	last, err := m.Float64ObservableGauge(MetricLastSuccess, metric.WithUnit("s"),
-		metric.WithDescription("Time of the last successful export of this replica, in Unix seconds."))
-	if err != nil {
-		return nil, fmt.Errorf("emitter metrics: %w", err)
-	}
-	exported, err := m.Int64ObservableGauge(MetricExported, metric.WithUnit("{entity}"),
-		metric.WithDescription("Entities exported by the last successful run of this replica."))
-	if err != nil {
-		return nil, fmt.Errorf("emitter metrics: %w", err)
-	}
-	h.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		// Nothing before the first success: a zero time would read as an export in 1970.
-		if ns := h.lastSuccess.Load(); ns != 0 {
-			o.ObserveFloat64(last, float64(ns)/1e9)
-			o.ObserveInt64(exported, h.exported.Load())
-		}
-		return nil
-	}, last, exported)
-	if err != nil {
-		return nil, fmt.Errorf("emitter metrics: %w", err)
-	}
-	return h, nil
-}
-
-func (h *health) record(ctx context.Context, outcome string, d time.Duration, res Result) {
-	attrs := outcomeAttrs[outcome]
-	h.runs.Add(ctx, 1, attrs)
-	if outcome == OutcomeSkipped {
-		return
-	}
-	h.duration.Record(ctx, d.Seconds(), attrs)
-	if outcome == OutcomeSuccess {
-		h.exported.Store(int64(res.Entities))
-		h.lastSuccess.Store(time.Now().UnixNano())
-	}
-}
-
-func (h *health) close() error {
-	if err := h.reg.Unregister(); err != nil {
-		return fmt.Errorf("emitter metrics: %w", err)
-	}
-	return nil
 }

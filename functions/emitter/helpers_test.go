@@ -54,10 +54,12 @@ func setupTelemetry(t testing.TB, endpoint, protocol string) *telemetry.Telemetr
 
 // tick is a handled tick, as a test's wrapper around the handler saw it.
 type tick struct {
-	replica string
-	seq     uint64
-	pending uint64
-	next    string
+	replica   string
+	consumer  string
+	delivered uint64
+	seq       uint64
+	pending   uint64
+	next      string
 }
 
 // ticks records what a set of replicas handled.
@@ -70,7 +72,7 @@ type ticks struct {
 func (tk *ticks) wrap(replica string, h function.Handler) function.Handler {
 	return func(ctx context.Context, msg function.Message) error {
 		tk.mu.Lock()
-		tk.list = append(tk.list, tick{replica: replica, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
+		tk.list = append(tk.list, tick{replica: replica, consumer: msg.Consumer, delivered: msg.Delivered, seq: msg.Seq, pending: msg.Pending, next: msg.Header.Get(jetstream.ScheduleNextHeader)})
 		tk.mu.Unlock()
 		return h(ctx, msg)
 	}
@@ -94,6 +96,7 @@ func startEmitter(t testing.TB, js jetstream.JetStream, tel *telemetry.Telemetry
 		t.Fatal(err)
 	}
 	rc := e.RuntimeConfig()
+	rc.BalanceEvery = 300 * time.Millisecond // the shards spread over the replicas within a tick or two
 	if tk != nil {
 		rc.Handler = tk.wrap(replica, rc.Handler)
 	}
@@ -143,27 +146,51 @@ func openStore(t testing.TB, js jetstream.JetStream) *store.Store {
 	return st
 }
 
-// isRun matches the (last) request of an emission: the one that carries the fleet view.
+// isRun matches the last request of a shard's run: the one that carries its fleet view.
 func isRun(e otlpreceiver.Export) bool { return e.Has(emitter.MetricEntities) }
 
-// runTime is the timestamp of an emission's points: when the run read the bucket.
+// runTime is the timestamp of an emission's points: the time of its tick.
 func runTime(e otlpreceiver.Export) time.Time {
-	p := e.Find(emitter.MetricEntities, nil)
-	if len(p) == 0 {
-		return time.Time{}
+	for _, name := range []string{emitter.MetricEntities, emitter.MetricStatus} {
+		if p := e.Find(name, nil); len(p) > 0 {
+			return p[0].Time
+		}
 	}
-	return p[0].Time
+	return time.Time{}
 }
 
-// awaitRunAfter waits for an emission that read the bucket after at.
+// ticksOf is the whole emissions of ticks received (of which every one of shards fleet
+// views has come), each merged into one export, oldest tick first.
+func ticksOf(r *otlpreceiver.Receiver, shards int) []otlpreceiver.Export {
+	ems := r.Emissions(shards)
+	sort.Slice(ems, func(i, j int) bool { return ems[i].Tick.Before(ems[j].Tick) })
+	out := make([]otlpreceiver.Export, len(ems))
+	for i, e := range ems {
+		out[i] = e.Export
+	}
+	return out
+}
+
+// awaitRunAfter waits for the whole emission of a tick later than at (of the shards the
+// provisioning made) and returns it merged.
 func awaitRunAfter(t testing.TB, r *otlpreceiver.Receiver, at time.Time, within time.Duration) otlpreceiver.Export {
 	t.Helper()
-	e, err := r.Await(testenv.Context(t, within), 0, func(e otlpreceiver.Export) bool { return isRun(e) && runTime(e).After(at) })
-	if err != nil {
-		t.Fatalf("no emission read the bucket after %s: %v", at.Format("15:04:05.000"), err)
+	deadline := time.Now().Add(within)
+	for {
+		for _, e := range ticksOf(r, shards) {
+			if runTime(e).After(at) {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no whole emission of a tick after %s", at.Format("15:04:05.000"))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return e
 }
+
+// shards is the shard count of testenv's provisioning.
+const shards = domain.DefaultShards
 
 // entityLines renders the per-entity points of an export for resource ID id, sorted.
 func entityLines(e otlpreceiver.Export, id string) []string {
@@ -195,23 +222,26 @@ func wantLines(id string, s domain.State, pucm bool) []string {
 	return out
 }
 
-// fleet renders cluster.maintenance.entities of an export as state=count, in state order.
+// fleet renders cluster.maintenance.entities of an export as state=count, in state order,
+// summed over the shards as the readers of the fleet gauges do.
 func fleet(e otlpreceiver.Export) string {
 	var parts []string
 	for _, s := range domain.States {
+		var sum float64
 		for _, p := range e.Find(emitter.MetricEntities, map[string]string{emitter.AttrState: s.MetricValue()}) {
-			parts = append(parts, fmt.Sprintf("%s=%g", s.MetricValue(), p.Value))
+			sum += p.Value
 		}
+		parts = append(parts, fmt.Sprintf("%s=%g", s.MetricValue(), sum))
 	}
 	return strings.Join(parts, " ")
 }
 
 // counter sums the latest value of a health counter with outcome, over the replicas
-// (distinct service.instance.id) that reported it.
+// (distinct service.instance.id) and shards that reported it.
 func counter(r *otlpreceiver.Receiver, name, outcome string) float64 {
 	latest := map[string]otlpreceiver.Point{}
 	for _, p := range otlpreceiver.Find(r.Points(), name, map[string]string{emitter.AttrOutcome: outcome}) {
-		id := p.Resource["service.instance.id"]
+		id := p.Resource["service.instance.id"] + "/" + p.Attrs[emitter.AttrShard]
 		if q, ok := latest[id]; !ok || !p.Time.Before(q.Time) {
 			latest[id] = p
 		}
@@ -262,43 +292,8 @@ func newTelemetryFromEnv(t testing.TB) *telemetry.Telemetry {
 	return setupTelemetry(t, "", "")
 }
 
-// fill writes n records straight into the bucket's stream (what kv.Put does, without waiting
-// for each ack), with resource IDs from id and states in rotation. It returns the emitted
-// count per state, indexed as domain.States.
+// fill writes n records into the bucket of env (testenv.FillRecords).
 func fill(t testing.TB, env *testenv.Env, n int, id func(int) string) []int64 {
 	t.Helper()
-	js, err := jetstream.New(env.NC, jetstream.WithPublishAsyncMaxPending(2048))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testenv.Context(t, 2*time.Minute)
-	now := time.Now()
-	counts := make([]int64, len(domain.States))
-	for i := 0; i < n; i++ {
-		s := domain.States[i%len(domain.States)]
-		counts[i%len(domain.States)]++
-		b, err := domain.EncodeRecord(domain.Record{
-			ResourceID: id(i), State: s, StateSince: now, UpdatedAt: now,
-			LastCommandID: fmt.Sprintf("cmd-%d", i), Version: domain.RecordVersion,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := js.PublishAsync("$KV."+domain.Bucket+"."+domain.MustKey(id(i)), b); err != nil {
-			t.Fatal(err)
-		}
-		if i%1024 == 1023 {
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				t.Fatal("bucket fill timed out")
-			}
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal("bucket fill timed out")
-	}
-	return counts
+	return testenv.FillRecords(t, env.JS, n, id)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"maintsignals/shared/domain"
 )
@@ -40,10 +40,10 @@ func TestEmitted_NoneOnlyWithinRetention(t *testing.T) {
 }
 
 // points counts the data points of a batch per metric.
-func points(sm metricdata.ScopeMetrics) map[string]int {
+func points(sm *metricpb.ScopeMetrics) map[string]int {
 	out := map[string]int{}
 	for _, m := range sm.Metrics {
-		out[m.Name] += len(m.Data.(metricdata.Gauge[int64]).DataPoints)
+		out[m.Name] += len(m.GetGauge().DataPoints)
 	}
 	return out
 }
@@ -69,18 +69,18 @@ func TestBatcher_KeepsEntitiesWholeWithinBothLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := newBatcher(time.Now(), cfg)
-			var batches []metricdata.ScopeMetrics
+			b := newBatcher(0, domain.Shard{Index: 0, Of: 1}, time.Now(), cfg, func() *batch { return newBatch(cfg.BatchSize) })
+			var batches []*batch
 			for i := 0; i < tt.entities; i++ {
 				id := "/" + strings.Repeat("x", tt.idLen-4) + string(rune('a'+i%26)) + string(rune('a'+i/26)) + "z"
-				if full, ok := b.add(id, 1+i%4, domain.Record{}); ok {
+				if full := b.add(id, 1+i%4, domain.Record{}, place{ord: i + 1, rev: uint64(i + 1)}); full != nil {
 					batches = append(batches, full)
 				}
 			}
-			batches = append(batches, b.finish())
+			batches = append(batches, b.finish(place{ord: tt.entities + 1}))
 			var sizes []int
-			for i, sm := range batches {
-				n := points(sm)
+			for i, bt := range batches {
+				n := points(bt.seal())
 				sizes = append(sizes, n[MetricStatus]/len(domain.States))
 				if cfg.PUCM && n[MetricPUCM] != n[MetricStatus]/len(domain.States) {
 					t.Errorf("batch %d: %d pucm points for %d entities", i, n[MetricPUCM], n[MetricStatus]/len(domain.States))

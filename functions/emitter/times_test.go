@@ -29,11 +29,21 @@ func timeLines(e otlpreceiver.Export, id string) map[string]float64 {
 
 func fleetValue(t *testing.T, e otlpreceiver.Export, metric string) float64 {
 	t.Helper()
-	p := e.Find(metric, nil)
-	if len(p) != 1 || len(p[0].Attrs) != 0 {
-		t.Fatalf("%s: %v, want one point without attributes", metric, p)
+	pts := e.Find(metric, nil)
+	seen := map[string]bool{}
+	var sum float64
+	for _, p := range pts {
+		sh, ok := p.Attrs[emitter.AttrShard]
+		if !ok || len(p.Attrs) != 1 || seen[sh] {
+			t.Fatalf("%s: %v, want one point per shard, with only the shard attribute", metric, pts)
+		}
+		seen[sh] = true
+		sum += p.Value
 	}
-	return p[0].Value
+	if len(seen) != shards {
+		t.Fatalf("%s: %v, want a point for each of %d shards", metric, pts, shards)
+	}
+	return sum
 }
 
 // stuckAfter is the stuck limit of the emitter of the time tests.

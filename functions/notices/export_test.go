@@ -17,10 +17,7 @@ func (n *Notifier) SetHooks(before, after func(domain.Notice) error) {
 func (c Config) WithDefaults() (Config, error) { return c.withDefaults() }
 
 // The pure decision and the run, for the tests of package notices_test.
-type (
-	Sent   = sent
-	Result = result
-)
+type Sent = sent
 
 var (
 	Decide       = decide
@@ -28,5 +25,7 @@ var (
 	UpdateSeries = updateSeries
 )
 
-// RunOnce is one run, as a tick makes it.
-func (n *Notifier) RunOnce(ctx context.Context) (Result, error) { return n.runOnce(ctx) }
+// RunOnce is one run of the whole bucket (one shard of one), as a tick makes it.
+func (n *Notifier) RunOnce(ctx context.Context) (Result, error) {
+	return n.runOnce(ctx, n.cfg.Now(), []domain.Shard{{Index: 0, Of: 1}})
+}

@@ -1,7 +1,9 @@
 // Package notices is the function that publishes lifecycle notices (README, Time in the signal): reminders
 // before an announced window, due when it starts, overdue when it ends with the entity still
-// Pending, and stuck when an update runs too long. It runs on the emitter's tick, from a
-// durable consumer of its own, with any number of replicas.
+// Pending, and stuck when an update runs too long. It runs on the emitter's tick, from
+// durable consumers of its own, one per shard of the tick as the emitter's (README, Sharing a
+// tick), with any number of replicas. A run that cannot finish in time starts the next one
+// where it stopped, so that no entity always waits.
 //
 // Exactly once, without a ledger: the stream is the memory. A notice's id is deterministic
 // (<key>:<kind>:<series>:<lead>), and each entity's notices come in a fixed order within a
@@ -22,11 +24,15 @@
 package notices
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,7 +66,20 @@ type Notifier struct {
 	mu    sync.Mutex
 	known map[string]sent
 
+	// shards are the shard consumers provisioning created; a replica holding several reads
+	// the bucket once for them.
+	shards   *function.Shards
+	coalesce *function.Coalesce[runResult]
+	// from is where the next run starts reading the bucket: where the last one stopped.
+	from atomic.Uint64
+
 	hooks hooks
+}
+
+// runResult is a run's outcome, the same for each of its shards.
+type runResult struct {
+	res Result
+	err error
 }
 
 // hooks let tests stop a run at the points where a crash matters.
@@ -88,22 +107,40 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	if err != nil {
 		return nil, fmt.Errorf("notices metrics: %w", err)
 	}
-	return &Notifier{
-		cfg: cfg, js: js, store: st, stream: s, count: count,
-		log:   cfg.Logger.With("function", "notices"),
-		known: map[string]sent{},
-	}, nil
+	log := cfg.Logger.With("function", "notices")
+	shards, err := function.FindShards(ctx, js, domain.ScheduleStream, domain.NoticesShardPrefix, log)
+	if err != nil {
+		return nil, fmt.Errorf("notices: %w", err)
+	}
+	n := &Notifier{
+		cfg: cfg, js: js, store: st, stream: s, count: count, log: log,
+		known: map[string]sent{}, shards: shards,
+	}
+	n.coalesce = &function.Coalesce[runResult]{
+		Window: min(100*time.Millisecond, cfg.runTimeout()/20),
+		Run: func(ctx context.Context, at time.Time, shards []domain.Shard) []runResult {
+			res, err := n.runOnce(ctx, at, shards)
+			out := make([]runResult, len(shards))
+			for i := range out {
+				out[i] = runResult{res, err}
+			}
+			return out
+		},
+	}
+	return n, nil
 }
 
-// RuntimeConfig is how the function runtime serves the notices function: the durable notices
-// consumer of the schedule stream, one tick at a time, every tick acknowledged (the next tick
-// is the retry of a run that failed, deciding again from what is stored).
+// RuntimeConfig is how the function runtime serves the notices function: every shard consumer
+// of the schedule stream, each pinned to one replica at a time and spread over the replicas,
+// one tick at a time, every tick acknowledged (the next tick is the retry of a run that
+// failed, deciding again from what is stored).
 func (n *Notifier) RuntimeConfig() function.Config {
 	return function.Config{
 		Name:         "notices",
 		Stream:       domain.ScheduleStream,
-		Consumers:    []string{domain.NoticesConsumer},
+		Consumers:    n.shards.Consumers,
 		Handler:      n.Handle,
+		KeyOf:        func(msg function.Message) string { return msg.Consumer },
 		MaxDeliver:   2,
 		Concurrency:  1,
 		DrainTimeout: n.cfg.runTimeout() + 5*time.Second,
@@ -121,128 +158,185 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	return function.Run(ctx, js, n.RuntimeConfig())
 }
 
-// Handle serves one tick. It always acknowledges it (returns nil).
+// Handle serves one shard of one tick. It always acknowledges it (returns nil).
 func (n *Notifier) Handle(ctx context.Context, msg function.Message) error {
-	log := n.log.With("tick_seq", msg.Seq)
+	shard := n.shards.Of(ctx, msg)
+	log := n.log.With("shard", shard.Index, "tick_seq", msg.Seq)
 	if msg.Pending > 0 {
 		log.Debug("tick skipped: a newer tick is waiting", "pending", msg.Pending)
 		return nil
 	}
-	res, err := n.runOnce(ctx)
-	if err != nil {
-		log.Warn("notices run incomplete; the next tick carries on", "err", err, "published", res.Published)
+	if !n.shards.First(msg) {
+		log.Debug("tick skipped: this replica ran it already")
 		return nil
 	}
-	log.Debug("notices run", "entities", res.Entities, "due", res.Due, "read", res.Read, "published", res.Published)
+	rr, err := n.coalesce.Do(ctx, msg.Seq, cmp.Or(msg.Time, n.cfg.Now()), shard)
+	switch {
+	case err != nil:
+		log.Warn("notices run abandoned: the tick is no longer this replica's", "err", err)
+	case rr.err != nil:
+		log.Warn("notices run incomplete; the next tick carries on where it stopped", "err", rr.err, "published", rr.res.Published)
+	default:
+		log.Debug("notices run", "entities", rr.res.Entities, "due", rr.res.Due, "read", rr.res.Read, "published", rr.res.Published)
+	}
 	return nil
 }
 
-// result describes one run.
-type result struct {
+// Result describes one run.
+type Result struct {
 	// Entities read from the bucket; Due, the entities whose current stage this replica did
 	// not know to be sent; Read, the last-notice reads; Published, the notices stored.
 	Entities, Due, Read, Published int
 }
 
-// runOnce reads the bucket and publishes every notice that is due now.
-func (n *Notifier) runOnce(ctx context.Context) (result, error) {
+// RunShards is one run of the given shards at the clock's time, as a replica holding them
+// makes it on a tick.
+func (n *Notifier) RunShards(ctx context.Context, shards []domain.Shard) (Result, error) {
+	return n.runOnce(ctx, n.cfg.Now(), shards)
+}
+
+// runOnce reads the shards' part of the bucket, from where the last run stopped, and
+// publishes every notice that is due at now while it reads.
+func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.Shard) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
-	now := n.cfg.Now()
-	keep := map[string]sent{}
-	due, res, err := n.scan(ctx, now, keep)
+	r := &noticesRun{n: n, ctx: ctx, now: now, known: n.snapshot(), learned: map[string]sent{}, work: make(chan entry, workers)}
+	r.holds = func(_ string, h uint64) bool {
+		return slices.ContainsFunc(shards, func(s domain.Shard) bool { return s.HoldsHash(h) })
+	}
+	for range workers {
+		r.wg.Add(1)
+		go r.deliverAll()
+	}
+	_, err := n.store.Sweep(ctx, n.from.Load(), r.holds, r.entry)
 	if err != nil {
-		n.replace(keep)
-		return res, fmt.Errorf("notices: read the bucket: %w", err)
+		r.undone(place{ord: r.ord + 1, rev: r.lastRev + 1})
+		r.fail(fmt.Errorf("notices: read the bucket: %w", err))
 	}
-	err = n.publishDue(ctx, due, now, keep, &res)
-	n.replace(keep)
-	return res, err
+	close(r.work)
+	r.wg.Wait()
+	n.update(r.holds, r.learned, err == nil && ctx.Err() == nil)
+	if r.first != nil && r.first.rev != 0 {
+		n.from.Store(r.first.rev)
+	}
+	if ctx.Err() != nil && err == nil {
+		r.fail(ctx.Err())
+	}
+	return r.res, errors.Join(r.errs...)
 }
 
-// scan reads the bucket and returns the entities that have a notice due which did not go out
-// yet; an entity whose notice the replica knows went out is kept in keep.
-func (n *Notifier) scan(ctx context.Context, now time.Time, keep map[string]sent) ([]entry, result, error) {
-	var (
-		res   result
-		due   []entry
-		known = n.snapshot()
-	)
-	err := n.store.Scan(ctx, func(e store.Entry, derr error) error {
-		if derr != nil {
-			return nil // the emitter reports records that do not decode
-		}
-		res.Entities++
-		id := e.Record.ResourceID
-		if id == "" {
-			id, _ = domain.DecodeKey(e.Key)
-			e.Record.ResourceID = id
-		}
-		nt, ok := stage(e.Key, e.Record, now, n.cfg.Remind, n.cfg.StuckAfter)
-		if !ok {
-			return nil
-		}
-		if s, ok := known[e.Key]; ok && covers(s, nt) {
-			keep[e.Key] = s
-			return nil
-		}
-		due = append(due, entry{key: e.Key, rec: e.Record})
+// place is where an entity was met in a sweep: its ordinal, and its revision (where to
+// sweep from next time to start with it).
+type place struct {
+	ord int
+	rev uint64
+}
+
+// noticesRun is one run under way: the sweep files the entities whose stage may be due, and
+// workers deliver them.
+type noticesRun struct {
+	n       *Notifier
+	ctx     context.Context
+	now     time.Time
+	holds   func(string, uint64) bool
+	known   map[string]sent
+	work    chan entry
+	wg      sync.WaitGroup
+	ord     int
+	lastRev uint64
+
+	mu      sync.Mutex
+	res     Result
+	learned map[string]sent
+	errs    []error
+	first   *place // the first entity (in sweep order) whose notice may not be out
+}
+
+// entry is the sweep's callback for one record of the run's shards.
+func (r *noticesRun) entry(e store.Entry, derr error) error {
+	r.ord++
+	r.lastRev = e.Revision
+	if derr != nil {
+		return nil // the emitter reports records that do not decode
+	}
+	r.mu.Lock()
+	r.res.Entities++
+	r.mu.Unlock()
+	id := e.Record.ResourceID
+	if id == "" {
+		id, _ = domain.DecodeKey(e.Key)
+		e.Record.ResourceID = id
+	}
+	nt, ok := stage(e.Key, e.Record, r.now, r.n.cfg.Remind, r.n.cfg.StuckAfter)
+	if !ok {
 		return nil
-	})
-	res.Due = len(due)
-	return due, res, err
+	}
+	if s, ok := r.known[e.Key]; ok && covers(s, nt) {
+		r.learn(e.Key, s)
+		return nil
+	}
+	r.mu.Lock()
+	r.res.Due++
+	r.mu.Unlock()
+	en := entry{key: e.Key, rec: e.Record, at: place{ord: r.ord, rev: e.Revision}}
+	select {
+	case r.work <- en:
+		return nil
+	case <-r.ctx.Done():
+		r.undone(en.at)
+		return r.ctx.Err()
+	}
 }
 
-// publishDue delivers the notices of due, workers entities at once, until ctx ends; what went
-// out is kept in keep and counted in res.
-func (n *Notifier) publishDue(ctx context.Context, due []entry, now time.Time, keep map[string]sent, res *result) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		work = make(chan entry)
-	)
-	for range min(workers, len(due)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for e := range work {
-				s, reads, published, err := n.deliver(ctx, e.key, e.rec, now)
-				mu.Lock()
-				res.Read += reads
-				if published {
-					res.Published++
-				}
-				if s != nil {
-					keep[e.key] = *s
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", e.key, err))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, e := range due {
-		select {
-		case work <- e:
-		case <-ctx.Done():
+// deliverAll publishes the due notices of the entities filed, until the sweep is over.
+func (r *noticesRun) deliverAll() {
+	defer r.wg.Done()
+	for e := range r.work {
+		if r.ctx.Err() != nil {
+			r.undone(e.at)
+			continue
 		}
-		if ctx.Err() != nil {
-			break
+		s, reads, published, err := r.n.deliver(r.ctx, e.key, e.rec, r.now)
+		r.mu.Lock()
+		r.res.Read += reads
+		if published {
+			r.res.Published++
+		}
+		if s != nil {
+			r.learned[e.key] = *s
+		}
+		r.mu.Unlock()
+		if err != nil {
+			r.undone(e.at)
+			r.fail(fmt.Errorf("%s: %w", e.key, err))
 		}
 	}
-	close(work)
-	wg.Wait()
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
+}
+
+func (r *noticesRun) learn(key string, s sent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.learned[key] = s
+}
+
+func (r *noticesRun) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err)
+}
+
+func (r *noticesRun) undone(p place) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == nil || p.ord < r.first.ord {
+		r.first = &p
 	}
-	return errors.Join(errs...)
 }
 
 type entry struct {
 	key string
 	rec domain.Record
+	at  place
 }
 
 func (n *Notifier) snapshot() map[string]sent {
@@ -251,12 +345,20 @@ func (n *Notifier) snapshot() map[string]sent {
 	return n.known
 }
 
-// replace keeps what the run knows of the entities that have a stage now; the others have
-// nothing due and need no memory.
-func (n *Notifier) replace(m map[string]sent) {
+// update keeps what a run learned of the entities of its shards (held) that have a stage now;
+// the others have nothing due and need no memory. A run that did not read all of its shards
+// forgets nothing it did not see.
+func (n *Notifier) update(held func(string, uint64) bool, learned map[string]sent, complete bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.known = m
+	next := make(map[string]sent, len(n.known))
+	for k, s := range n.known {
+		if !complete || !held(k, domain.KeyHash(k)) {
+			next[k] = s
+		}
+	}
+	maps.Copy(next, learned)
+	n.known = next
 }
 
 // maxConflicts bounds the re-reads after losing a race on one entity in one run; each lost

@@ -338,3 +338,71 @@ func TestNotices_OnTheScheduleTick(t *testing.T) {
 	}
 	checkOnce(t, env.JS)
 }
+
+// A run that cannot publish every due notice in time leaves the rest to the next runs, which
+// carry on where it stopped: every entity gets its notice, once.
+func TestNotices_RunsThatStopShortCarryOnWhereTheyStopped(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.WithTick(time.Second))
+	clk := &clock{}
+	clk.Set(sec(50)) // every window's 60 s reminder is due
+	const entities = 120
+	for i := range entities {
+		put(t, env.JS, pendingRecord(clusterID(i), sec(100), sec(160)))
+	}
+	// A tick of 400 ms bounds a run to 300 ms; each publish takes 40 ms here, 16 at a time.
+	n, err := notices.New(testenv.Context(t, 5*time.Second), env.JS, notices.Config{
+		Remind: ladder, Tick: 400 * time.Millisecond, Now: clk.Now, Logger: testenv.Quiet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.SetHooks(func(domain.Notice) error { time.Sleep(40 * time.Millisecond); return nil }, nil)
+	published, incomplete := 0, 0
+	for run := 0; run < 10 && published < entities; run++ {
+		res, err := n.RunOnce(testenv.Context(t, 5*time.Second))
+		if err != nil {
+			incomplete++
+		}
+		published += res.Published
+	}
+	if incomplete == 0 {
+		t.Fatal("every run finished in time; the test needs runs that stop short")
+	}
+	if got := len(stored(t, env.JS, "")); got != entities || published != entities {
+		t.Errorf("%d notices stored (%d published) for %d entities due", got, published, entities)
+	}
+	checkOnce(t, env.JS)
+}
+
+// Shards split the entities: each shard's run publishes the notices of its own entities only,
+// and the shards together publish every one.
+func TestNotices_ShardsPublishTheirOwnEntities(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.WithTick(time.Second))
+	clk := &clock{}
+	clk.Set(sec(50))
+	const entities = 40
+	for i := range entities {
+		put(t, env.JS, pendingRecord(clusterID(i), sec(100), sec(160)))
+	}
+	n := newNotifier(t, env.JS, clk)
+	total := 0
+	for s := range 4 {
+		shard := domain.Shard{Index: s, Of: 4}
+		before := len(stored(t, env.JS, ""))
+		if _, err := n.RunShards(testenv.Context(t, 10*time.Second), []domain.Shard{shard}); err != nil {
+			t.Fatal(err)
+		}
+		for _, nt := range storedNotices(t, env.JS)[before:] {
+			if !shard.Holds(domain.MustKey(nt.ResourceID)) {
+				t.Errorf("shard %d published a notice of %s, of shard %d", s, nt.ResourceID, domain.ShardOf(domain.MustKey(nt.ResourceID), 4))
+			}
+			total++
+		}
+	}
+	if total != entities {
+		t.Errorf("the shards published %d notices for %d entities due", total, entities)
+	}
+	checkOnce(t, env.JS)
+}

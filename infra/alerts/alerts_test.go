@@ -48,15 +48,19 @@ var (
 	matcherRE = regexp.MustCompile(`(cluster_maintenance_[a-z_]+)\{([^}]*)\}`)
 	labelRE   = regexp.MustCompile(`([a-z_]+)\s*=~?`)
 	onRE      = regexp.MustCompile(`on \(([^)]*)\)`)
+	// byRE finds the labels a rule aggregates by, and labelRefRE the labels an annotation
+	// shows: label names, not metrics.
+	byRE       = regexp.MustCompile(`by \(([^)]*)\)`)
+	labelRefRE = regexp.MustCompile(`\$labels\.[a-z_]+`)
 )
 
-// ruleNames returns the metric names the rules use, and per metric the label names they
-// match on.
+// ruleNames returns the metric names the rules use, per metric the label names they match on,
+// and the labels they join on or aggregate by.
 func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, joins []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	labels = map[string][]string{}
-	rules := string(alerts.Rules)
+	rules := labelRefRE.ReplaceAllString(byRE.ReplaceAllString(string(alerts.Rules), "by ()"), "")
 	for _, ix := range metricRE.FindAllStringIndex(rules, -1) {
 		m := rules[ix[0]:ix[1]]
 		// A label name is followed by its matcher's operator.
@@ -75,6 +79,9 @@ func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, join
 	}
 	for _, m := range onRE.FindAllStringSubmatch(string(alerts.Rules), -1) {
 		joins = append(joins, strings.TrimSpace(m[1]))
+	}
+	for _, m := range byRE.FindAllStringSubmatch(string(alerts.Rules), -1) {
+		labels[byMetric] = append(labels[byMetric], strings.TrimSpace(m[1]))
 	}
 	sort.Strings(metrics)
 	if len(metrics) < 6 {
@@ -132,6 +139,9 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// byMetric is the metric the rules aggregate by a label of (the emitter's coverage, by shard).
+const byMetric = "cluster_maintenance_emitter_coverage_ratio"
 
 var sampleRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? `)
 

@@ -73,9 +73,12 @@ func Fleet() (dashboard.Dashboard, error) {
 	d.WithPanel(series(fresh[2], "Emitter run duration", "Reading the bucket and exporting, per run. It must stay well below the tick.", "s",
 		query("A", `histogram_quantile(0.5, sum by (le) (rate(cluster_maintenance_emitter_duration_seconds_bucket{outcome="success"}[$__rate_interval])))`, "p50"),
 		query("B", `histogram_quantile(0.99, sum by (le) (rate(cluster_maintenance_emitter_duration_seconds_bucket{outcome="success"}[$__rate_interval])))`, "p99")))
-	d.WithPanel(series(fresh[3], "Entities exported", "Entities in the last successful run of each replica, summed, against the entities tracked: a gap means part of the fleet was not exported.", "short",
-		query("A", `sum(cluster_maintenance_emitter_exported)`, "exported"),
+	d.WithPanel(series(fresh[3], "Entities exported", "Entities in the last successful run of each shard, summed over the shards, against the entities tracked: a gap means part of the fleet was not exported.", "short",
+		query("A", `sum(max by (cluster_maintenance_emitter_shard) (cluster_maintenance_emitter_exported))`, "exported"),
 		query("B", `sum(cluster_maintenance_entities)`, "tracked")))
+	cover := l.line(6, 24)
+	d.WithPanel(series(cover[0], "Emitter coverage per shard", "The share of each shard that its last run sent: 1 when the run finished in time. Below 1, the runs stop short (the fleet outgrew the emitter replicas, or the collector is slow) and the entities left out change from tick to tick.", "percentunit",
+		query("A", `max by (cluster_maintenance_emitter_shard) (cluster_maintenance_emitter_coverage_ratio)`, "shard {{cluster_maintenance_emitter_shard}}")))
 
 	d.WithRow(l.row("Commands"))
 	cmds := l.line(8, 6, 6, 6, 6)

@@ -158,8 +158,16 @@ func (s *stack) send(t *testing.T, ctx context.Context, batch [][]domain.Command
 // the emitter's own), as one tick and one periodic collection would.
 func (s *stack) export(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if _, err := s.em.Emit(ctx); err != nil {
-		t.Fatal(err)
+	// Every shard, as one replica holding them all: the fleet gauges come per shard, and the
+	// dashboards sum them.
+	shards := make([]domain.Shard, domain.DefaultShards)
+	for i := range shards {
+		shards[i] = domain.Shard{Index: i, Of: domain.DefaultShards}
+	}
+	for _, res := range s.em.EmitShards(ctx, shards) {
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
 	}
 	if err := s.tel.ForceFlush(ctx); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
 
@@ -39,6 +40,15 @@ func eq(want float64) check {
 
 func within(lo, hi float64) check {
 	return check{fmt.Sprintf("in [%v, %v]", lo, hi), func(v float64) bool { return v >= lo && v <= hi }}
+}
+
+// shardSeries is one series per shard, each labelled with its shard, of value v.
+func shardSeries(v check) []series {
+	var out []series
+	for s := range domain.DefaultShards {
+		out = append(out, series{map[string]string{"cluster_maintenance_emitter_shard": fmt.Sprint(s)}, v})
+	}
+	return out
 }
 
 // positive is a rate of something that happened between the two exports.
@@ -110,6 +120,7 @@ func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string
 				"A": one(eq(float64(len(kinds)) * n)),
 				"B": one(eq(float64(len(kinds)) * n)),
 			},
+			"Emitter coverage per shard": {"A": {series: shardSeries(eq(1))}},
 			"Commands by outcome": {"A": {series: []series{
 				{map[string]string{"cluster_maintenance_outcome": "applied"}, positive},
 				{map[string]string{"cluster_maintenance_outcome": "rejected", "cluster_maintenance_code": "RequestNotAllowed"}, positive},

@@ -272,7 +272,7 @@ func provisionConfig(t *testing.T, r *rendered) provision.Config {
 	for _, f := range []struct {
 		name string
 		dst  *int
-	}{{"--replicas", &c.Replicas}, {"--partitions", &c.Partitions}} {
+	}{{"--replicas", &c.Replicas}, {"--partitions", &c.Partitions}, {"--emitter-shards", &c.Shards}} {
 		if v, ok := argValue(args, f.name); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {

@@ -223,8 +223,8 @@ func TestEmitterStartedAfterMissedTicksEmitsOnce(t *testing.T) {
 	testenv.Verify(t, js, one, 30*time.Second)
 	stop()
 
-	// Ticks pile up while no emitter runs.
-	cons, err := js.Consumer(context.Background(), domain.ScheduleStream, domain.EmitterConsumer)
+	// Ticks pile up while no emitter runs, on every shard's consumer.
+	cons, err := js.Consumer(context.Background(), domain.ScheduleStream, domain.EmitterShardConsumer(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,27 +261,37 @@ func TestEmitterStartedAfterMissedTicksEmitsOnce(t *testing.T) {
 	recv.SetEnv(t, "grpc")
 	e := startReplica(t, s.URL(), "emitter")
 	e.waitReady(t)
-	for {
-		ci, err := cons.Info(ctx)
+	for s := range pc.Shards {
+		cons, err := js.Consumer(ctx, domain.ScheduleStream, domain.EmitterShardConsumer(s))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ci.NumPending == 0 && ci.NumAckPending == 0 {
-			break
+		for {
+			ci, err := cons.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ci.NumPending == 0 && ci.NumAckPending == 0 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the emitter did not take the missed ticks of shard %d: %d pending, %d in hand", s, ci.NumPending, ci.NumAckPending)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the emitter did not take the missed ticks: %d pending, %d in hand", ci.NumPending, ci.NumAckPending)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	e.terminate(t) // flushes what it has
-	emissions := 0
+	// One emission of each shard: the one entity's points once, each shard's fleet view once.
+	status, fleets := 0, 0
 	for _, ex := range recv.Exports() {
 		if ex.Has("cluster.maintenance.status") {
-			emissions++
+			status++
+		}
+		if ex.Has("cluster.maintenance.entities") {
+			fleets++
 		}
 	}
-	if emissions != 1 {
-		t.Fatalf("%d missed ticks gave %d emissions, want 1", missed, emissions)
+	if status != 1 || fleets != pc.Shards {
+		t.Fatalf("%d missed ticks gave %d emissions of the entity and %d fleet views, want 1 and %d", missed, status, fleets, pc.Shards)
 	}
 }

@@ -41,17 +41,19 @@ type changeJSON struct {
 
 func (a *app) provisionCommand() *cobra.Command {
 	var (
-		replicas, partitions, inFlight int
-		eventsMaxAge                   time.Duration
-		tick                           time.Duration
-		webhooks                       bool
+		replicas, partitions, inFlight, shards int
+		eventsMaxAge                           time.Duration
+		tick                                   time.Duration
+		webhooks                               bool
 	)
 	c := &cobra.Command{
 		Use:   "provision [flags]",
 		Short: "Create or update the streams, bucket, consumers and tick schedule",
 		Long: `Create or update, idempotently, everything the functions need on the NATS server at
 --server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_NOTICES, MAINT_DLQ and MAINT_SCHEDULE,
-the bucket maintenance, the durable consumers and the tick schedule; with --webhooks, also the
+the bucket maintenance, the durable consumers (one per command partition, and one per shard of
+the tick for the emitter and for the notices function: --emitter-shards) and the tick schedule;
+consumers the contract no longer has are deleted; with --webhooks, also the
 webhook feed MAINT_WEBHOOK (a copy of every event and notice, for the webhook function). Prints what it created, updated or
 left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
 an existing stream, such as the partition count, is reported as failed).`,
@@ -71,7 +73,7 @@ an existing stream, such as the partition count, is reported as failed).`,
 				var err error
 				// A NATS cluster that has just started (the Job runs beside it) holds leader
 				// elections: retried as `up` does.
-				rep, err = provision.RunRetrying(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks}, a.log)
+				rep, err = provision.RunRetrying(ctx, cl.JS, provision.Config{Replicas: replicas, Partitions: partitions, InFlight: inFlight, Tick: tick, EventsMaxAge: eventsMaxAge, Webhooks: webhooks, Shards: shards}, a.log)
 				return err
 			})
 			if rep != nil {
@@ -100,10 +102,13 @@ an existing stream, such as the partition count, is reported as failed).`,
 	c.Flags().IntVar(&replicas, "replicas", d.Replicas, "replicas of every stream and of the bucket: 1, 3 or 5")
 	c.Flags().IntVar(&partitions, "partitions", d.Partitions, "partitions of the commands stream")
 	c.Flags().IntVar(&inFlight, "in-flight", d.InFlight, inFlightUsage)
+	c.Flags().IntVar(&shards, "emitter-shards", d.Shards, emitterShardsUsage)
 	c.Flags().DurationVar(&eventsMaxAge, "events-retention", d.EventsMaxAge, "how long outcome events (the audit history) are kept")
 	c.Flags().DurationVar(&tick, "tick", d.Tick, "how often the emitter re-exports every state (at least 1s)")
 	c.Flags().BoolVar(&webhooks, "webhooks", false, "also the webhook feed MAINT_WEBHOOK, for the webhook function (it copies every event and notice: one more write each)")
 	return c
 }
+
+const emitterShardsUsage = "shares of each tick's emission and notices run (a consumer per shard, each served by one replica at a time): the most emitter and notices replicas that share a tick; restart those replicas after changing it"
 
 const inFlightUsage = "commands of one partition out at once (to the one replica serving it, which runs different entities' commands at once and one entity's in order)"

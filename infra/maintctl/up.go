@@ -25,6 +25,7 @@ type upFlags struct {
 	metricsListen string
 	monitorListen string
 	partitions    int
+	shards        int
 	inFlight      int
 	eventsMaxAge  time.Duration
 	security      securityFlags
@@ -101,6 +102,7 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 	fl.StringVar(&f.monitorListen, "monitor-listen", "", "host:port of the NATS monitoring endpoint (/varz, /jsz, /healthz: what KEDA's nats-jetstream scaler reads), e.g. 127.0.0.1:8222; with --nodes, node i takes port+i")
 	fl.IntVar(&f.partitions, "partitions", provision.DefaultConfig().Partitions, "partitions of the commands stream")
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
+	fl.IntVar(&f.shards, "emitter-shards", provision.DefaultConfig().Shards, emitterShardsUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
 	f.functions = registry.Bind(fl, registry.Functions())
 	addSecurityFlags(c, &f.security)
@@ -166,7 +168,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 		a.printf("NATS_URL=%s\n", nr.urls)
 	}
 
-	rep, err := provision.RunRetrying(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.functions.Serves(domain.WebhookStream)}, a.log)
+	rep, err := provision.RunRetrying(ctx, nr.provision, provision.Config{Replicas: f.nodes, Tick: f.tick, Partitions: f.partitions, Shards: f.shards, InFlight: f.inFlight, EventsMaxAge: f.eventsMaxAge, Webhooks: f.functions.Serves(domain.WebhookStream)}, a.log)
 	if rep != nil {
 		a.printf("provisioned:\n")
 		if perr := a.printReport(rep, "  "); perr != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ type Config struct {
 	InFlight int
 	// Storage of streams and bucket.
 	Storage jetstream.StorageType
+	// Shards is how many shares the emission and the notices run of one tick are split into
+	// (a consumer per shard and function, each pinned to one replica at a time): the most
+	// replicas that share a tick. Changing it moves entities between shards; restart the
+	// emitter and notices replicas afterwards (they learn the shards when they start).
+	Shards int
 	// Webhooks provisions the webhook feed, MAINT_WEBHOOK, which the webhook function reads: it
 	// copies every outcome event and notice, one more stored (and, synced, one more disk)
 	// write each, so it is there only where webhooks are delivered. Created on existing data,
@@ -69,6 +75,7 @@ func DefaultConfig() Config {
 		DuplicateWindow: 2 * time.Minute,
 		AckWait:         5 * time.Second,
 		InFlight:        64,
+		Shards:          domain.DefaultShards,
 		Storage:         jetstream.FileStorage,
 	}
 }
@@ -88,6 +95,7 @@ func (c Config) WithDefaults() (Config, error) {
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, d.DuplicateWindow)
 	c.AckWait = cmp.Or(c.AckWait, d.AckWait)
 	c.InFlight = cmp.Or(c.InFlight, d.InFlight)
+	c.Shards = cmp.Or(c.Shards, d.Shards)
 	switch {
 	case c.Replicas != 1 && c.Replicas != 3 && c.Replicas != 5:
 		return c, fmt.Errorf("%w: replicas must be 1, 3 or 5, got %d", ErrInvalidConfig, c.Replicas)
@@ -99,6 +107,8 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:
 		return c, fmt.Errorf("%w: in-flight must be 1-10000, got %d", ErrInvalidConfig, c.InFlight)
+	case c.Shards < 1 || c.Shards > domain.MaxShards:
+		return c, fmt.Errorf("%w: emitter shards must be 1-%d, got %d", ErrInvalidConfig, domain.MaxShards, c.Shards)
 	}
 	return c, nil
 }
@@ -112,6 +122,9 @@ const (
 	Unchanged Action = "unchanged"
 	Updated   Action = "updated"
 	Failed    Action = "failed"
+	// Deleted is a consumer the contract no longer has (the single tick consumers of before
+	// the shards, or shards past the shard count).
+	Deleted Action = "deleted"
 )
 
 // Change reports one resource.
@@ -152,7 +165,7 @@ func (r Report) Err() error {
 // Changed reports whether anything was created or updated.
 func (r Report) Changed() bool {
 	for _, c := range r {
-		if c.Action == Created || c.Action == Updated {
+		if c.Action == Created || c.Action == Updated || c.Action == Deleted {
 			return true
 		}
 	}
@@ -279,7 +292,51 @@ func Consumers(c Config) []StreamConsumer {
 
 // Topology is what the functions' consumers take from the provisioning setting.
 func (c Config) Topology() registry.Topology {
-	return registry.Topology{Replicas: c.Replicas, Partitions: c.Partitions, InFlight: c.InFlight, AckWait: c.AckWait, Tick: c.Tick}
+	return registry.Topology{Replicas: c.Replicas, Partitions: c.Partitions, InFlight: c.InFlight, AckWait: c.AckWait, Tick: c.Tick, Shards: c.Shards}
+}
+
+// retired reports whether a consumer of the schedule stream is one the contract no longer
+// has: the single tick consumers of before the shards, or a shard past the count.
+func retired(c Config, name string) bool {
+	if name == domain.EmitterConsumer || name == domain.NoticesConsumer {
+		return true
+	}
+	for _, prefix := range []string{domain.EmitterShardPrefix, domain.NoticesShardPrefix} {
+		if domain.IsShardConsumer(name, prefix) {
+			n, _ := strconv.Atoi(strings.TrimPrefix(name, prefix))
+			return n >= c.Shards
+		}
+	}
+	return false
+}
+
+// retireConsumers deletes the retired consumers of the schedule stream. A replica of an older
+// version still serving one stops getting ticks (it would emit the whole fleet a second time).
+func retireConsumers(ctx context.Context, js jetstream.JetStream, c Config) Report {
+	s, err := js.Stream(ctx, domain.ScheduleStream)
+	if err != nil {
+		return Report{{Kind: "consumer", Name: domain.ScheduleStream + "/*", Action: Failed, Err: err}}
+	}
+	var rep Report
+	names := s.ConsumerNames(ctx)
+	var old []string
+	for name := range names.Name() {
+		if retired(c, name) {
+			old = append(old, name)
+		}
+	}
+	if err := names.Err(); err != nil {
+		rep = append(rep, Change{Kind: "consumer", Name: domain.ScheduleStream + "/*", Action: Failed, Err: err})
+	}
+	slices.Sort(old)
+	for _, name := range old {
+		ch := Change{Kind: "consumer", Name: domain.ScheduleStream + "/" + name, Action: Deleted}
+		if err := s.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			ch.Action, ch.Err = Failed, err
+		}
+		rep = append(rep, ch)
+	}
+	return rep
 }
 
 // Run provisions everything and reports what it did. It carries on past a failed resource so
@@ -302,6 +359,9 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 			continue // its stream is not as it should be: the report says why
 		}
 		rep = append(rep, ensureConsumer(ctx, js, sc.Stream, sc.ConsumerConfig))
+	}
+	if !failed[domain.ScheduleStream] {
+		rep = append(rep, retireConsumers(ctx, js, c)...)
 	}
 	rep = append(rep, ensureSchedule(ctx, js, c.Tick))
 	return rep, rep.Err()
@@ -513,6 +573,8 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	add("pinned_ttl", have.PinnedTTL != want.PinnedTTL)
 	add("replicas", want.Replicas != 0 && have.Replicas != want.Replicas && have.Replicas != 0)
 	add("description", have.Description != want.Description)
+	// The server adds metadata of its own (_nats.*): compare ours only.
+	add("metadata", !metadataHolds(have.Metadata, want.Metadata))
 	if len(ch.Fields) == 0 {
 		ch.Action = Unchanged
 		return ch
@@ -524,6 +586,16 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	}
 	ch.Action = Updated
 	return ch
+}
+
+// metadataHolds reports whether have carries every entry of want.
+func metadataHolds(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // ScheduleSpec is the Nats-Schedule header value for a tick interval.

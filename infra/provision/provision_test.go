@@ -49,8 +49,23 @@ func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 			t.Errorf("consumer %d: %v", p, err)
 		}
 	}
-	if _, err := env.JS.Consumer(ctx, domain.ScheduleStream, domain.EmitterConsumer); err != nil {
-		t.Errorf("emitter consumer: %v", err)
+	for s := 0; s < domain.DefaultShards; s++ {
+		for _, name := range []string{domain.EmitterShardConsumer(s), domain.NoticesShardConsumer(s)} {
+			c, err := env.JS.Consumer(ctx, domain.ScheduleStream, name)
+			if err != nil {
+				t.Errorf("shard consumer %s: %v", name, err)
+				continue
+			}
+			cfg := c.CachedInfo().Config
+			got, err := domain.ShardFromMetadata(name, cfg.Metadata)
+			if err != nil || got != (domain.Shard{Index: s, Of: domain.DefaultShards}) {
+				t.Errorf("%s: shard %v (%v), want %d of %d", name, got, err, s, domain.DefaultShards)
+			}
+			if cfg.PriorityPolicy != jetstream.PriorityPolicyPinned || cfg.PinnedTTL >= env.Config.Tick || cfg.MaxAckPending != 1 {
+				t.Errorf("%s: policy %v, pinned TTL %s, max ack pending %d; want pinned to one replica, handed over within a tick, one tick at a time",
+					name, cfg.PriorityPolicy, cfg.PinnedTTL, cfg.MaxAckPending)
+			}
+		}
 	}
 	// One replica: no follower can lag, so reads take the cheap direct path. (Replicated
 	// buckets read from their leader; the cluster fault test runs that way.)
@@ -150,6 +165,8 @@ func TestWithDefaults_RejectsBadSettings(t *testing.T) {
 		"two replicas":    {Replicas: 2},
 		"sub-second tick": {Tick: 500 * time.Millisecond},
 		"zero partitions": {Partitions: -1},
+		"no shards":       {Shards: -1},
+		"too many shards": {Shards: domain.MaxShards + 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := c.WithDefaults(); err == nil {

@@ -52,7 +52,7 @@ func transient(err error) bool {
 }
 
 // mergeReports returns next, where what was created or updated by the earlier pass prev shows
-// as such instead of unchanged.
+// as such instead of unchanged, and what it deleted is listed too.
 func mergeReports(prev, next Report) Report {
 	done := make(map[string]Change, len(prev))
 	for _, ch := range prev {
@@ -61,11 +61,19 @@ func mergeReports(prev, next Report) Report {
 		}
 	}
 	out := make(Report, len(next))
+	seen := make(map[string]bool, len(next))
 	for i, ch := range next {
+		seen[ch.Kind+" "+ch.Name] = true
 		if earlier, ok := done[ch.Kind+" "+ch.Name]; ok && ch.Action == Unchanged {
 			ch = earlier
 		}
 		out[i] = ch
+	}
+	// What an earlier pass deleted is not in the next one at all.
+	for _, ch := range prev {
+		if ch.Action == Deleted && !seen[ch.Kind+" "+ch.Name] {
+			out = append(out, ch)
+		}
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package provision_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -42,4 +44,75 @@ func TestRun_UnpinnedPartitionConsumerIsMovedToPinnedInPlace(t *testing.T) {
 		t.Errorf("after provisioning: policy %v, max ack pending %d, pinned TTL %s; want pinned, %d, %s",
 			got.PriorityPolicy, got.MaxAckPending, got.PinnedTTL, want.InFlight, domain.PinnedTTL(want.AckWait))
 	}
+}
+
+// A deployment provisioned before the ticks were shared in shards has one tick consumer per
+// function. Provisioning again creates the shard consumers and deletes the single ones, so
+// that a replica of the older version still running stops emitting the whole fleet beside
+// the shards (it idles until it is replaced).
+func TestRun_SingleTickConsumersGiveWayToShards(t *testing.T) {
+	env := testenv.Start(t, testenv.WithProvision(func(c *provision.Config) { c.Shards = 2 }))
+	ctx := testenv.Context(t, time.Minute)
+	for _, name := range []string{domain.EmitterConsumer, domain.NoticesConsumer} {
+		if _, err := env.JS.CreateConsumer(ctx, domain.ScheduleStream, jetstream.ConsumerConfig{
+			Durable: name, FilterSubject: domain.TickSubject, AckPolicy: jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverNewPolicy, MaxAckPending: 1, AckWait: 30 * time.Second, MaxDeliver: 3,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := provision.Run(ctx, env.JS, env.Config)
+	if err != nil {
+		t.Fatalf("provision: %v\n%v", err, rep)
+	}
+	if got := consumerNames(t, env.JS); !slices.Equal(got, []string{"emitter-s0", "emitter-s1", "notices-s0", "notices-s1"}) {
+		t.Errorf("schedule consumers after provisioning: %v, want the shard consumers only", got)
+	}
+	deleted := 0
+	for _, ch := range rep {
+		if ch.Action == provision.Deleted {
+			deleted++
+		}
+	}
+	if deleted != 2 || !rep.Changed() {
+		t.Errorf("report shows %d deletions, want the 2 single consumers:\n%v", deleted, rep)
+	}
+
+	// Fewer shards: the surplus shard consumers go, the others learn the new count.
+	cfg := env.Config
+	cfg.Shards = 1
+	if rep, err := provision.Run(ctx, env.JS, cfg); err != nil {
+		t.Fatalf("provision: %v\n%v", err, rep)
+	}
+	if got := consumerNames(t, env.JS); !slices.Equal(got, []string{"emitter-s0", "notices-s0"}) {
+		t.Errorf("schedule consumers with one shard: %v", got)
+	}
+	c, err := env.JS.Consumer(ctx, domain.ScheduleStream, domain.EmitterShardConsumer(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh, err := domain.ShardFromMetadata(c.CachedInfo().Config.Durable, c.CachedInfo().Config.Metadata); err != nil || sh.Of != 1 {
+		t.Errorf("emitter-s0 after going to one shard: %v, %v", sh, err)
+	}
+	if rep, err := provision.Run(ctx, env.JS, cfg); err != nil || rep.Changed() {
+		t.Errorf("provisioning again changed something (%v):\n%v", err, rep)
+	}
+}
+
+func consumerNames(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	s, err := js.Stream(context.Background(), domain.ScheduleStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	l := s.ConsumerNames(context.Background())
+	for n := range l.Name() {
+		names = append(names, n)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
 }

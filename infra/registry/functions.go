@@ -196,10 +196,11 @@ func emitterFunction() Function {
 		Role:      roleFunction,
 		Tick:      true,
 		Drain:     emitter.DefaultExportTimeout + 5*time.Second,
-		Consumers: tickConsumers(domain.EmitterConsumer, "emitter function: one replica serves each tick"),
-		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: domain.EmitterConsumer}},
-		// It scans the bucket; a lone replica reads the tick interval from the schedule.
-		Access: Access{Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream}},
+		Consumers: shardConsumers(domain.EmitterShardConsumer, "emitter function"),
+		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.EmitterShardPrefix, Pinned: true}},
+		// It scans the bucket; a lone replica reads the tick interval from the schedule; it
+		// finds the shard consumers that provisioning created.
+		Access: Access{Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream}, API: []string{scheduleConsumerNames}},
 		Flags:  emitterFlags,
 	}
 }
@@ -229,11 +230,13 @@ func noticesFunction() Function {
 		Role:      roleFunction,
 		Tick:      true,
 		Drain:     notices.DefaultRunTimeout + 5*time.Second,
-		Consumers: tickConsumers(domain.NoticesConsumer, "notices function: one replica serves each tick"),
-		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: domain.NoticesConsumer}},
-		// It scans the bucket and reads the last notice of an entity.
-		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream}},
-		Flags:  noticesFlags,
+		Consumers: shardConsumers(domain.NoticesShardConsumer, "notices function"),
+		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.NoticesShardPrefix, Pinned: true}},
+		// It scans the bucket and reads the last notice of an entity; it finds its shard
+		// consumers.
+		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
+			API: []string{scheduleConsumerNames}},
+		Flags: noticesFlags,
 	}
 }
 
@@ -266,14 +269,26 @@ func noticesFlags(fs *pflag.FlagSet) Instance {
 	}
 }
 
-// tickConsumers is a tick function's one consumer of the ticks.
-func tickConsumers(name, desc string) func(Topology) []Consumer {
-	return func(t Topology) []Consumer { return []Consumer{tickConsumer(t, name, desc)} }
+// scheduleConsumerNames lists the consumers of the schedule stream.
+const scheduleConsumerNames = "$JS.API.CONSUMER.NAMES." + domain.ScheduleStream
+
+// shardConsumers are a tick function's consumers of the ticks, one per shard (named by name):
+// the ticks stay in the stream (limits retention), and each consumer hands every tick to the
+// one replica it is pinned to, which serves that shard of the tick.
+func shardConsumers(name func(int) string, desc string) func(Topology) []Consumer {
+	return func(t Topology) []Consumer {
+		n := max(t.Shards, 1)
+		out := make([]Consumer, 0, n)
+		for s := range n {
+			out = append(out, tickConsumer(t, name(s), domain.Shard{Index: s, Of: n}, fmt.Sprintf("%s, shard %d of %d", desc, s, n)))
+		}
+		return out
+	}
 }
 
-// tickConsumer is a function's own consumer of the ticks: the ticks stay in the stream (limits
-// retention), and each consumer hands every tick to one replica of its function.
-func tickConsumer(t Topology, name, desc string) Consumer {
+// tickConsumer is a function's consumer of one shard of the ticks.
+func tickConsumer(t Topology, name string, shard domain.Shard, desc string) Consumer {
+	ackWait := TickAckWait(t.Tick)
 	return Consumer{Stream: domain.ScheduleStream, ConsumerConfig: jetstream.ConsumerConfig{
 		Durable:       name,
 		Description:   desc,
@@ -283,9 +298,16 @@ func tickConsumer(t Topology, name, desc string) Consumer {
 		MaxAckPending: 1,
 		// A replica that dies holding a tick blocks the next one until the ack wait runs
 		// out: keep it under half a tick (the runtime signals progress while a run is long).
-		AckWait:    TickAckWait(t.Tick),
+		AckWait:    ackWait,
 		MaxDeliver: 3,
-		Replicas:   t.Replicas,
+		// One replica at a time serves a shard; when it stops renewing its pin (it died), the
+		// pin moves within the pinned TTL, which is shorter than any tick over 3 s, so the
+		// next tick of the shard goes to a live replica.
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{domain.TickPriorityGroup},
+		PinnedTTL:      domain.PinnedTTL(ackWait),
+		Metadata:       domain.ShardMetadata(shard),
+		Replicas:       t.Replicas,
 	}}
 }
 

@@ -57,6 +57,9 @@ type Topology struct {
 	AckWait time.Duration
 	// Tick is the schedule's interval.
 	Tick time.Duration
+	// Shards of a tick (provision --emitter-shards): a consumer per shard for each function
+	// the tick drives.
+	Shards int
 }
 
 // Consumer is a durable consumer and the stream it reads.

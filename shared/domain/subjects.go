@@ -88,8 +88,10 @@ func KeyFromSubject(subject string) string {
 
 // Durable consumers of the functions, and how the command partitions are served.
 const (
+	// EmitterConsumer and NoticesConsumer were the single tick consumers of the emitter and
+	// the notices function before ticks were shared in shards; provisioning removes them, and
+	// their names prefix the shard consumers (EmitterShardConsumer, NoticesShardConsumer).
 	EmitterConsumer = "emitter"
-	// NoticesConsumer serves the ticks to the notices function, beside the emitter's.
 	NoticesConsumer = "notices"
 	// CommandConsumerPrefix names the partition consumers: command-p0, command-p1, ...
 	CommandConsumerPrefix = "command-p"

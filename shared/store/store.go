@@ -103,7 +103,9 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 
 // Entry is one record of a scan.
 type Entry struct {
-	Key      string
+	Key string
+	// Hash is domain.KeyHash(Key), set by Sweep.
+	Hash     uint64
 	Revision uint64
 	Record   domain.Record
 }
@@ -123,10 +125,8 @@ func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error) error {
 	if info.Values() == 0 {
 		return nil
 	}
-	stream := "KV_" + domain.Bucket
-	prefix := "$KV." + domain.Bucket + "."
-	cons, err := s.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{prefix + ">"},
+	cons, err := s.js.OrderedConsumer(ctx, kvStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{kvPrefix + ">"},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	})
 	if err != nil {
@@ -147,7 +147,7 @@ func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error) error {
 			return fmt.Errorf("scan: %w", err)
 		}
 		if op := msg.Headers().Get("KV-Operation"); op == "" {
-			e := Entry{Key: strings.TrimPrefix(msg.Subject(), prefix), Revision: md.Sequence.Stream}
+			e := Entry{Key: strings.TrimPrefix(msg.Subject(), kvPrefix), Revision: md.Sequence.Stream}
 			var derr error
 			if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
 				derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)

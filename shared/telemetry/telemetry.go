@@ -4,9 +4,10 @@
 //
 // Two paths leave the process:
 //   - SDK instruments (Meter) are collected by a periodic reader, in batches.
-//   - Points built outside the SDK (the emitter's per-entity state, see Emission) are sent as
-//     requests of their own, on an exporter of their own, when the caller says so. Nothing
-//     of them is kept between emissions, so a state that no longer holds is never sent again.
+//   - Points built outside the SDK (the emitter's per-entity state, see Emission) are built by
+//     their caller as OTLP requests and sent on a client of their own, when the caller says
+//     so. Nothing of them is kept between emissions, so a state that no longer holds is never
+//     sent again.
 package telemetry
 
 import (
@@ -32,6 +33,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 )
@@ -133,10 +135,12 @@ type Telemetry struct {
 	res      *resource.Resource
 	fleetRes *resource.Resource
 	mode     Mode
-	// push sends emissions (OTLP). It is not the periodic reader's exporter: an OTLP
-	// exporter holds a lock for a whole export including its retries, so sharing one would
-	// let a slow periodic export hold up an emission past its deadline.
-	push        sdkmetric.Exporter
+	// push sends emissions (OTLP), built by their caller as OTLP requests. It is not the
+	// periodic reader's exporter: an SDK exporter holds a lock for a whole export including
+	// its retries, so sharing one would let a slow periodic export hold up an emission past
+	// its deadline.
+	push        pusher
+	fleetPB     *resourcepb.Resource
 	snapshot    *snapshot
 	promSrv     *http.Server
 	promAddr    string
@@ -161,12 +165,12 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	opts := []sdkmetric.Option{sdkmetric.WithResource(t.res)}
 	switch t.mode {
 	case ModeOTLPGRPC, ModeOTLPHTTP:
-		exp, err := t.newOTLPExporter(ctx, cfg)
-		if err != nil {
+		if t.push, err = newPusher(cfg, t.mode); err != nil {
 			return nil, err
 		}
-		if t.push, err = t.newOTLPExporter(ctx, cfg); err != nil {
-			_ = exp.Shutdown(ctx)
+		exp, err := t.newOTLPExporter(ctx, cfg)
+		if err != nil {
+			_ = t.push.close()
 			return nil, err
 		}
 		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp,
@@ -180,6 +184,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		}
 		opts = append(opts, sdkmetric.WithReader(reader))
 	}
+	t.fleetPB = resourceProto(t.fleetRes.Attributes())
 	t.mp = sdkmetric.NewMeterProvider(opts...)
 	t.log.Info("telemetry ready", "mode", string(t.mode), "service", serviceName(t.res), "prometheus", t.promAddr)
 	return t, nil
@@ -271,6 +276,18 @@ func (t *Telemetry) newOTLPExporter(ctx context.Context, cfg Config) (sdkmetric.
 		return nil, fmt.Errorf("telemetry: OTLP HTTP exporter: %w", err)
 	}
 	return exp, nil
+}
+
+// newPusher is the client of emissions for an OTLP mode.
+func newPusher(cfg Config, mode Mode) (pusher, error) {
+	t, err := readTarget(cfg, mode)
+	if err != nil {
+		return nil, err
+	}
+	if mode == ModeOTLPGRPC {
+		return newGRPCPusher(t, cfg.ReconnectMaxDelay)
+	}
+	return newHTTPPusher(t), nil
 }
 
 // quickRetry retries transient failures (collector restarting, throttling) within a few
@@ -386,7 +403,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if t.push != nil {
-		if err := t.push.Shutdown(ctx); err != nil {
+		if err := t.push.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

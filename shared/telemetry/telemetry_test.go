@@ -12,8 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/otlpreceiver"
@@ -218,14 +218,18 @@ func TestSetup_PeriodicReaderSplitsLargeCollections(t *testing.T) {
 }
 
 // gauge builds one batch of an emission: a gauge point per entity.
-func gauge(now time.Time, ids ...string) metricdata.ScopeMetrics {
-	dps := make([]metricdata.DataPoint[int64], len(ids))
+func gauge(now time.Time, ids ...string) *metricpb.ScopeMetrics {
+	dps := make([]*metricpb.NumberDataPoint, len(ids))
 	for i, id := range ids {
-		dps[i] = metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("cloud.resource_id", id)), Time: now, Value: 1}
+		dps[i] = &metricpb.NumberDataPoint{
+			Attributes:   []*commonpb.KeyValue{{Key: "cloud.resource_id", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: id}}}},
+			TimeUnixNano: uint64(now.UnixNano()),
+			Value:        &metricpb.NumberDataPoint_AsInt{AsInt: 1},
+		}
 	}
-	return metricdata.ScopeMetrics{
-		Scope:   instrumentation.Scope{Name: "telemetry-test"},
-		Metrics: []metricdata.Metrics{{Name: "test.status", Unit: "1", Data: metricdata.Gauge[int64]{DataPoints: dps}}},
+	return &metricpb.ScopeMetrics{
+		Scope:   &commonpb.InstrumentationScope{Name: "telemetry-test"},
+		Metrics: []*metricpb.Metric{{Name: "test.status", Unit: "1", Data: &metricpb.Metric_Gauge{Gauge: &metricpb.Gauge{DataPoints: dps}}}},
 	}
 }
 
@@ -236,7 +240,7 @@ func TestEmission_SendsEachBatchAsItsOwnRequestWithTheFleetResource(t *testing.T
 			r := otlpreceiver.Start(t)
 			r.SetEnv(t, protocol)
 			tel := setup(t, telemetry.Config{Interval: time.Hour})
-			em := tel.NewEmission()
+			em := tel.NewEmission("0", 0)
 			now := time.Now()
 			for _, batch := range [][]string{{"/a", "/b"}, {"/c"}} {
 				if err := em.Export(testenv.Context(t, 5*time.Second), gauge(now, batch...)); err != nil {
@@ -272,7 +276,7 @@ func TestEmission_FailsWithinItsDeadlineWhenTheCollectorIsDown(t *testing.T) {
 			tel := setup(t, telemetry.Config{Interval: time.Hour, ReconnectMaxDelay: 200 * time.Millisecond})
 			r.Stop()
 			start := time.Now()
-			if err := tel.NewEmission().Export(testenv.Context(t, 500*time.Millisecond), gauge(start, "/a")); err == nil {
+			if err := tel.NewEmission("0", 0).Export(testenv.Context(t, 500*time.Millisecond), gauge(start, "/a")); err == nil {
 				t.Fatal("export to a stopped collector succeeded")
 			}
 			if d := time.Since(start); d > 2*time.Second {
@@ -284,7 +288,7 @@ func TestEmission_FailsWithinItsDeadlineWhenTheCollectorIsDown(t *testing.T) {
 			// Back within about the reconnect delay, not gRPC's default backoff of minutes.
 			deadline := time.Now().Add(3 * time.Second)
 			for {
-				err := tel.NewEmission().Export(testenv.Context(t, 500*time.Millisecond), gauge(time.Now(), "/a"))
+				err := tel.NewEmission("0", 0).Export(testenv.Context(t, 500*time.Millisecond), gauge(time.Now(), "/a"))
 				if err == nil {
 					break
 				}
@@ -322,7 +326,7 @@ func TestSetup_WithoutEndpointServesAPrometheusPage(t *testing.T) {
 	count(t, tel, "test.calls")
 	now := time.Now()
 
-	em := tel.NewEmission()
+	em := tel.NewEmission("0", 0)
 	for _, batch := range [][]string{{"/a"}, {"/b"}} {
 		if err := em.Export(context.Background(), gauge(now, batch...)); err != nil {
 			t.Fatal(err)
@@ -342,8 +346,8 @@ func TestSetup_WithoutEndpointServesAPrometheusPage(t *testing.T) {
 		t.Errorf("metric family listed %d times, want once", n)
 	}
 
-	// The next emission replaces the previous one entirely.
-	em = tel.NewEmission()
+	// The next emission of the part replaces the previous one entirely.
+	em = tel.NewEmission("0", 0)
 	if err := em.Export(context.Background(), gauge(now, "/c")); err != nil {
 		t.Fatal(err)
 	}
@@ -353,8 +357,24 @@ func TestSetup_WithoutEndpointServesAPrometheusPage(t *testing.T) {
 		t.Errorf("page after a second emission:\n%s", page)
 	}
 
-	// An aborted emission shows nothing rather than a state that may be stale.
-	tel.NewEmission().Abort()
+	// Another part (shard) is shown beside it, in the same metric family; a part past its
+	// keep leaves the page.
+	em = tel.NewEmission("1", 300*time.Millisecond)
+	if err := em.Export(context.Background(), gauge(now, "/d")); err != nil {
+		t.Fatal(err)
+	}
+	em.Commit()
+	page = scrape(t, tel.PrometheusAddr())
+	if !strings.Contains(page, `cloud_resource_id="/c"`) || !strings.Contains(page, `cloud_resource_id="/d"`) || strings.Count(page, "# TYPE test_status_ratio") != 1 {
+		t.Errorf("page with two parts:\n%s", page)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if page = scrape(t, tel.PrometheusAddr()); strings.Contains(page, `cloud_resource_id="/d"`) || !strings.Contains(page, `cloud_resource_id="/c"`) {
+		t.Errorf("page after part 1 expired:\n%s", page)
+	}
+
+	// An aborted emission shows nothing of its part rather than a state that may be stale.
+	tel.NewEmission("0", 0).Abort()
 	if page = scrape(t, tel.PrometheusAddr()); strings.Contains(page, "cloud_resource_id") {
 		t.Errorf("page after an aborted emission still shows entities:\n%s", page)
 	}
@@ -372,7 +392,7 @@ func TestSetup_WithNothingConfiguredExportsNothing(t *testing.T) {
 				t.Fatalf("mode %s at %q, want none", tel.Mode(), tel.PrometheusAddr())
 			}
 			count(t, tel, "test.calls")
-			em := tel.NewEmission()
+			em := tel.NewEmission("0", 0)
 			if err := em.Export(context.Background(), gauge(time.Now(), "/a")); err != nil {
 				t.Errorf("emission without exporter: %v", err)
 			}

@@ -31,8 +31,7 @@ func rawGetUpdate(ctx context.Context, js jetstream.JetStream, workers int, d ti
 	start := time.Now()
 	for w := 0; w < workers; w++ {
 		key := fmt.Sprintf("k%d", w)
-		rev, err := kv.Create(ctx, key, []byte(`{"state":"None"}`))
-		if err != nil {
+		if _, err := kv.Create(ctx, key, []byte(`{"state":"None"}`)); err != nil {
 			return 0, err
 		}
 		wg.Add(1)
@@ -44,7 +43,12 @@ func rawGetUpdate(ctx context.Context, js jetstream.JetStream, workers int, d ti
 					errs <- err
 					return
 				}
-				if rev, err = kv.Update(ctx, key, e.Value(), rev); err != nil {
+				// The revision just read, and another go when it moved meanwhile (on a replicated
+				// bucket a write that timed out and was retried may have landed): the
+				// compare-and-swap loop of a user's code.
+				if _, err := kv.Update(ctx, key, e.Value(), e.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+					continue
+				} else if err != nil {
 					errs <- err
 					return
 				}

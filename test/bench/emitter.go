@@ -13,17 +13,19 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
-	"maintsignals/shared/telemetry"
 )
 
 // fillBucket writes records so that the bucket tracks n entities in all, spread over every
-// state, with asynchronous publishes on the bucket's subjects.
+// state (one in a hundred with a window), with asynchronous publishes on the bucket's subjects.
 func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error {
 	ajs, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
@@ -33,6 +35,14 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 	for i := from; i < n; i++ {
 		id := entityID(i)
 		r := domain.Record{ResourceID: id, State: domain.States[i%len(domain.States)], StateSince: now, UpdatedAt: now, LastCommandID: "bench", LastCommandSeq: uint64(i + 1), Version: domain.RecordVersion}
+		if i%100 == 1 {
+			// One entity in a hundred is Pending with a window announced for tomorrow
+			// morning: its one-day reminder is due.
+			r.Window = &domain.Window{Start: now.Add(12 * time.Hour), End: now.Add(16 * time.Hour)}
+		}
+		if matureRecords {
+			mature(&r, i)
+		}
 		b, err := domain.EncodeRecord(r)
 		if err != nil {
 			return err
@@ -54,6 +64,21 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// matureRecords makes fillBucket write records as they are after a while (-mature).
+var matureRecords bool
+
+// mature gives a record the history of an entity that has seen many commands: the ids of the
+// last domain.RecentIDs and the outcome event of the last one.
+func mature(r *domain.Record, i int) {
+	for c := range domain.RecentIDs {
+		r.Remember(fmt.Sprintf("%08x-5e1f-4c3a-9d7b-%012x", i, c))
+	}
+	r.LastCommandID = r.RecentCommandIDs[len(r.RecentCommandIDs)-1]
+	r.LastEvent = &domain.Event{CommandID: r.LastCommandID, ResourceID: r.ResourceID, Task: domain.TaskPending, Outcome: domain.OutcomeApplied,
+		From: domain.StateNone, To: r.State, Message: "applied", Revision: r.LastCommandSeq, At: r.UpdatedAt, Actor: "sre@example.com", CommandSeq: r.LastCommandSeq}
+	r.LastCommandAt = r.UpdatedAt
 }
 
 // entityID is a realistic ARO resource ID.
@@ -112,17 +137,20 @@ func scanOnce(ctx context.Context, st *store.Store, want int) error {
 	return nil
 }
 
-// exportOnce sends prebuilt points for n entities in requests of the emitter's size.
-func exportOnce(ctx context.Context, tel *telemetry.Telemetry, batches []metricdata.ScopeMetrics) error {
-	em := tel.NewEmission()
+// exportOnce sends prebuilt points for n entities in requests of the emitter's size through the
+// SDK's OTLP exporter (gzip, as the emitter's requests): the bare cost of exporting them.
+func exportOnce(ctx context.Context, exp sdkmetric.Exporter, res *resource.Resource, batches []metricdata.ScopeMetrics) error {
 	for _, sm := range batches {
-		if err := em.Export(ctx, sm); err != nil {
-			em.Abort()
+		if err := exp.Export(ctx, &metricdata.ResourceMetrics{Resource: res, ScopeMetrics: []metricdata.ScopeMetrics{sm}}); err != nil {
 			return err
 		}
 	}
-	em.Commit()
 	return nil
+}
+
+// sdkExporter is the SDK's OTLP/gRPC exporter towards endpoint, gzipped.
+func sdkExporter(ctx context.Context, endpoint string) (sdkmetric.Exporter, error) {
+	return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(endpoint), otlpmetricgrpc.WithCompressor("gzip"))
 }
 
 // prebuiltBatches are the points of n entities, as the emitter sends them: the status points
@@ -162,6 +190,20 @@ func prebuiltBatches(n, batchPoints int) []metricdata.ScopeMetrics {
 	}
 	flush()
 	return out
+}
+
+// defaultBatchPoints is the points of one of the emitter's requests.
+const defaultBatchPoints = emitter.DefaultBatchSize
+
+// dataPoints counts the points of an aggregation of the prebuilt batches.
+func dataPoints(a metricdata.Aggregation) int {
+	switch g := a.(type) {
+	case metricdata.Gauge[int64]:
+		return len(g.DataPoints)
+	case metricdata.Gauge[float64]:
+		return len(g.DataPoints)
+	}
+	return 0
 }
 
 func heapObjects() uint64 {

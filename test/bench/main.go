@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -policy-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -policy-only]
 package main
 
 import (
@@ -54,6 +54,9 @@ func main() {
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
 	policyOnly := flag.Bool("policy-only", false, "only the command throughput with a customer's policy in force and without")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
+	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
+	flag.BoolVar(&matureRecords, "mature", false, "records as after many commands (the last 32 command ids and the last event), not fresh ones")
+	flag.BoolVar(&shardsOnly, "shards-only", false, "only the figures of the signal at a fleet's scale (emitter and notices in processes of their own)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -63,6 +66,8 @@ func main() {
 			os.Exit(1)
 		}
 		defer f.Close()
+		// The children profile themselves beside it.
+		os.Setenv(childProfileEnv, *cpuprofile)
 		if err := pprof.StartCPUProfile(f); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -76,10 +81,13 @@ func main() {
 		s = smoke
 	}
 	s.keys = cmp.Or(*entities, s.keys)
+	s.emitterOwnN = cmp.Or(*fleet, s.emitterOwnN)
 	runner := run
 	switch {
 	case signedOnly:
 		runner = benchSignedOnly
+	case shardsOnly:
+		runner = benchShardsOnly
 	case *policyOnly:
 		runner = benchPolicyOnly
 	}
@@ -167,11 +175,11 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("emitter: %w", err)
 	}
-	own, err := emitterOwnPeak(ctx, s.emitterOwnN)
+	sh, err := benchShards(ctx, s.emitterOwnN, out)
 	if err != nil {
-		return fmt.Errorf("emitter alone: %w", err)
+		return fmt.Errorf("emitter in shards: %w", err)
 	}
-	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, two emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(own))
+	fmt.Fprintf(out, "emitter alone (the server in another process), %d entities, three emissions: peak RSS %.0f MB\n", s.emitterOwnN, mb(sh.ownPeak))
 
 	fmt.Fprintf(out, "ratio command_throughput %.2f\n", tp/raw)
 	fmt.Fprintf(out, "ratio webhook_deliveries %.2f\n", wh)
@@ -180,8 +188,18 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	fmt.Fprintf(out, "mb emitter_1m_peak %.0f\n", mb(em.peakLargest))
 	fmt.Fprintf(out, "ms command_p99 %.1f\n", ms(p99))
 	durableLines()
-	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(own))
+	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(sh.ownPeak))
+	shardLines(out, sh)
 	return nil
+}
+
+// shardLines are the tracked figures of the signal at a fleet's scale.
+func shardLines(out io.Writer, sh shardFigures) {
+	fmt.Fprintf(out, "s emitter_1m %.2f\n", sh.one.wall.Seconds())
+	fmt.Fprintf(out, "ratio emitter_1m_deadline %.2f\n", sh.ratioDeadline())
+	fmt.Fprintf(out, "ratio emitter_shards_2 %.2f\n", sh.ratioPair())
+	fmt.Fprintf(out, "ratio emitter_points %.2f\n", sh.ratioPoints())
+	fmt.Fprintf(out, "s notices_1m %.2f\n", sh.notices.wall.Seconds())
 }
 
 type emitterFigures struct {
@@ -239,7 +257,12 @@ func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out
 				return f, err
 			}
 			batches := prebuiltBatches(n, emitter.DefaultBatchSize)
-			exp, err := measure(func() error { return exportOnce(ctx, tel, batches) })
+			sdk, err := sdkExporter(ctx, r.GRPCEndpoint())
+			if err != nil {
+				return f, err
+			}
+			exp, err := measure(func() error { return exportOnce(ctx, sdk, tel.FleetResource(), batches) })
+			_ = sdk.Shutdown(context.WithoutCancel(ctx))
 			if err != nil {
 				return f, err
 			}
@@ -312,6 +335,7 @@ var (
 	partitions   int
 	commandsOnly bool
 	signedOnly   bool
+	shardsOnly   bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

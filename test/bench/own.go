@@ -8,18 +8,19 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/emitter"
-	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/telemetry"
-	"maintsignals/test/otlpreceiver"
 )
 
 // An emitter replica's own memory: the server runs in one child process of the bench, the
@@ -40,6 +41,10 @@ func runChild() bool {
 		err = serveChild()
 	case "emitter":
 		err = emitterChild()
+	case "sdkexport":
+		err = sdkExportChild()
+	case "notices":
+		err = noticesChild()
 	default:
 		err = fmt.Errorf("unknown %s %q", childRole, os.Getenv(childRole))
 	}
@@ -69,20 +74,22 @@ func serveChild() error {
 	return nil
 }
 
-// emitterChild runs two emissions of the bucket and prints the process's peak RSS.
+// emitterChild is one emitter replica holding the shards of MAINT_BENCH_SHARDS ("0,1/4": shards
+// 0 and 1 of 4; all of domain.DefaultShards when unset). It says "ready", then runs one
+// emission of its shards, together, for each line on stdin and prints its cost; when stdin
+// closes it prints its peak RSS.
 func emitterChild() error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	want, err := strconv.Atoi(os.Getenv("MAINT_BENCH_ENTITIES"))
+	shards, err := parseShards(os.Getenv("MAINT_BENCH_SHARDS"))
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	nc, err := nats.Connect(os.Getenv("MAINT_BENCH_NATS"))
+	js, closeNC, err := childConn()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer closeNC()
 	tel, err := telemetry.Setup(ctx, telemetry.Config{Endpoint: os.Getenv("MAINT_BENCH_OTLP"), Protocol: "grpc", Interval: time.Hour})
 	if err != nil {
 		return err
@@ -93,13 +100,111 @@ func emitterChild() error {
 		return err
 	}
 	defer e.Close()
-	for range 2 {
-		if err := emitOnce(ctx, e, want); err != nil {
-			return err
+	fmt.Println("ready")
+	stopProfile := childProfile("emitter")
+	defer stopProfile()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var c childCost
+		cpu0, start := cpuTime(), time.Now()
+		for _, res := range e.EmitShards(ctx, shards) {
+			if res.Err != nil {
+				return res.Err
+			}
+			c.entities += res.Entities
+			c.points += res.Points
 		}
+		c.wall, c.cpu = time.Since(start), cpuTime()-cpu0
+		fmt.Println(c)
 	}
 	fmt.Println(rssPeak())
 	return nil
+}
+
+// childProfile writes a CPU profile of the child to $MAINT_BENCH_CHILD_PROFILE.<role>.<pid>
+// when that is set (the bench's -cpuprofile sets it); stop ends it.
+func childProfile(role string) (stop func()) {
+	base := os.Getenv(childProfileEnv)
+	if base == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%s.%d", base, role, os.Getpid()))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// childProfileEnv names the base path of the children's CPU profiles.
+const childProfileEnv = "MAINT_BENCH_CHILD_PROFILE"
+
+// childConn connects to the server of MAINT_BENCH_NATS.
+func childConn() (jetstream.JetStream, func(), error) {
+	nc, err := nats.Connect(os.Getenv("MAINT_BENCH_NATS"))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, _ := jetstream.New(nc)
+	return js, nc.Close, nil
+}
+
+// parseShards reads "0,1/4" (shards 0 and 1 of 4); "" is every shard of domain.DefaultShards.
+func parseShards(s string) ([]domain.Shard, error) {
+	if s == "" {
+		out := make([]domain.Shard, domain.DefaultShards)
+		for i := range out {
+			out[i] = domain.Shard{Index: i, Of: domain.DefaultShards}
+		}
+		return out, nil
+	}
+	list, count, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(count)
+	if !ok || err != nil {
+		return nil, fmt.Errorf("shards %q: want 0,1/4", s)
+	}
+	var out []domain.Shard
+	for _, f := range strings.Split(list, ",") {
+		i, err := strconv.Atoi(f)
+		if err != nil || i < 0 || i >= n {
+			return nil, fmt.Errorf("shards %q: want 0,1/4", s)
+		}
+		out = append(out, domain.Shard{Index: i, Of: n})
+	}
+	return out, nil
+}
+
+// childCost is what one operation of a child took: wall and CPU time (user and system, every
+// thread of the child), and what it emitted.
+type childCost struct {
+	wall, cpu        time.Duration
+	entities, points int
+}
+
+func (c childCost) String() string {
+	return fmt.Sprintf("%d %d %d %d", c.wall, c.cpu, c.entities, c.points)
+}
+
+func parseCost(line string) (childCost, error) {
+	var c childCost
+	var wall, cpu int64
+	if _, err := fmt.Sscanf(line, "%d %d %d %d", &wall, &cpu, &c.entities, &c.points); err != nil {
+		return c, fmt.Errorf("child said %q: %w", strings.TrimSpace(line), err)
+	}
+	c.wall, c.cpu = time.Duration(wall), time.Duration(cpu)
+	return c, nil
+}
+
+// cpuTime is the CPU time the process has used so far (Linux; 0 elsewhere).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // child starts the bench binary in a role.
@@ -119,48 +224,4 @@ func child(ctx context.Context, role string, env ...string) (*exec.Cmd, io.Write
 		return nil, nil, nil, err
 	}
 	return cmd, stdin, bufio.NewReader(stdout), nil
-}
-
-// emitterOwnPeak is the peak RSS of an emitter process emitting n entities twice.
-func emitterOwnPeak(ctx context.Context, n int) (uint64, error) {
-	srv, stdin, out, err := child(ctx, "server")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { stdin.Close(); _ = srv.Wait() }()
-	url, err := out.ReadString('\n')
-	if err != nil {
-		return 0, fmt.Errorf("server child: %w", err)
-	}
-	url = strings.TrimSpace(url)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
-		return 0, err
-	}
-	if err := fillBucket(ctx, js, 0, n); err != nil {
-		return 0, err
-	}
-	r, err := otlpreceiver.New(otlpreceiver.WithoutPayloads())
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	em, emIn, emOut, err := child(ctx, "emitter", "MAINT_BENCH_NATS="+url, "MAINT_BENCH_OTLP="+r.GRPCEndpoint(), "MAINT_BENCH_ENTITIES="+strconv.Itoa(n))
-	if err != nil {
-		return 0, err
-	}
-	emIn.Close()
-	line, rerr := emOut.ReadString('\n')
-	if err := em.Wait(); err != nil {
-		return 0, fmt.Errorf("emitter child: %w", err)
-	}
-	if rerr != nil {
-		return 0, fmt.Errorf("emitter child: %w", rerr)
-	}
-	return strconv.ParseUint(strings.TrimSpace(line), 10, 64)
 }

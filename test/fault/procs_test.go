@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,7 +79,10 @@ type stack struct {
 	js  jetstream.JetStream
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t *testing.T) *stack { return startStackTicking(t, tick) }
+
+// startStackTicking is startStack with another tick.
+func startStackTicking(t *testing.T, every time.Duration) *stack {
 	t.Helper()
 	srv := testenv.Server(t, embedded.Config{Name: "fault-0", StoreDir: t.TempDir(), Listen: "127.0.0.1:0"})
 	st := &stack{srv: srv, url: srv.URL(), js: testenv.JetStream(t, testenv.Connect(t, srv))}
@@ -86,7 +90,7 @@ func startStack(t *testing.T) *stack {
 	defer cancel()
 	// The default ack wait is 30 s; 5 s keeps a killed replica's held commands from stalling
 	// their partitions for long, as in scenario a.
-	if _, err := provision.Run(ctx, st.js, provision.Config{Tick: tick, AckWait: 5 * time.Second}); err != nil {
+	if _, err := provision.Run(ctx, st.js, provision.Config{Tick: every, AckWait: 5 * time.Second}); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	return st
@@ -125,31 +129,30 @@ func waitEvents(js jetstream.JetStream, n int, timeout time.Duration) int {
 	}
 }
 
-// emission is one export request carrying cluster.maintenance.status.
+// emission is the whole emission of one tick (every shard's requests, merged).
 type emission struct {
-	at      time.Time
-	seq     int
-	replica string
-	export  otlpreceiver.Export
+	tick     time.Time       // the tick's time, which its points carry
+	at       time.Time       // when its last request arrived
+	seq      int             // the Seq of its last request
+	replica  string          // the replicas that sent it (the replica resource attribute), joined by "+"
+	replicas map[string]bool // the same, as a set
+	export   otlpreceiver.Export
 }
 
-// emissions lists the status emissions received, oldest first.
+const statusMetric = "cluster.maintenance.status"
+
+// emissions lists the whole emissions received (every shard's fleet view came), by arrival.
 func emissions(r *otlpreceiver.Receiver) []emission {
 	var out []emission
-	for _, e := range r.Exports() {
-		if !e.Has(statusMetric) {
-			continue
-		}
-		em := emission{at: e.At, seq: e.Seq, export: e}
-		if ps := e.Find(statusMetric, nil); len(ps) > 0 {
-			em.replica = ps[0].Resource["replica"]
+	for _, e := range r.Emissions(domain.DefaultShards) {
+		em := emission{tick: e.Tick, at: e.At, seq: e.Seq, replica: strings.Join(e.Replicas, "+"), replicas: map[string]bool{}, export: e.Export}
+		for _, rep := range e.Replicas {
+			em.replicas[rep] = true
 		}
 		out = append(out, em)
 	}
 	return out
 }
-
-const statusMetric = "cluster.maintenance.status"
 
 // maxGap is the longest time between successive emissions (and the two emissions around it).
 func maxGap(ems []emission) (time.Duration, int) {
@@ -163,20 +166,21 @@ func maxGap(ems []emission) (time.Duration, int) {
 	return gap, at
 }
 
-// awaitEmission waits for the first emission after the request numbered after.
+// awaitEmission waits for the first whole emission completed after the request numbered after.
 func awaitEmission(t *testing.T, r *otlpreceiver.Receiver, after int, timeout time.Duration) (emission, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	e, err := r.Await(ctx, after, func(e otlpreceiver.Export) bool { return e.Has(statusMetric) })
-	if err != nil {
-		return emission{}, err
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, e := range emissions(r) {
+			if e.seq > after {
+				return e, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return emission{}, fmt.Errorf("no whole emission after request #%d within %s", after, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	em := emission{at: e.At, seq: e.Seq, export: e}
-	if ps := e.Find(statusMetric, nil); len(ps) > 0 {
-		em.replica = ps[0].Resource["replica"]
-	}
-	return em, nil
 }
 
 // currentStates are the emitted states of an emission: entity → the state whose point is 1.

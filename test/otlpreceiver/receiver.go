@@ -76,7 +76,9 @@ func WithHost(host string) Option { return func(r *Receiver) { r.host = host } }
 // Receiver is a running OTLP metrics receiver. Its methods are safe for concurrent use.
 type Receiver struct {
 	dropPayloads bool
+	noDecode     bool // WithoutDecoding
 	host         string
+	counts       *tickCounts // WithTickCounts
 
 	grpcAddr string
 	httpAddr string
@@ -128,8 +130,12 @@ func Start(tb testing.TB, opts ...Option) *Receiver {
 
 // serve starts both servers on the listeners; r.mu is held.
 func (r *Receiver) serve(gl, hl net.Listener) {
-	r.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxRecvMsgSize), grpc.StatsHandler(wireSizes{}))
-	colmetricpb.RegisterMetricsServiceServer(r.grpcSrv, &grpcService{r: r})
+	if r.noDecode {
+		r.grpcSrv = r.sink()
+	} else {
+		r.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxRecvMsgSize), grpc.StatsHandler(wireSizes{}))
+		colmetricpb.RegisterMetricsServiceServer(r.grpcSrv, &grpcService{r: r})
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/metrics", r.handleHTTP)
 	r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -272,6 +278,21 @@ func (r *Receiver) record(protocol string, req *colmetricpb.ExportMetricsService
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.counts != nil {
+		r.counts.count(req)
+	}
+	r.appendLocked(e)
+}
+
+// recordSize stores one request taken without decoding.
+func (r *Receiver) recordSize(protocol string, size, wire int, encoding string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.appendLocked(Export{Protocol: protocol, At: time.Now(), Size: size, WireSize: wire, Encoding: encoding})
+}
+
+// appendLocked numbers e, keeps it and wakes waiters; r.mu is held.
+func (r *Receiver) appendLocked(e Export) {
 	r.seq++
 	e.Seq = r.seq
 	r.exports = append(r.exports, e)

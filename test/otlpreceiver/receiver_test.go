@@ -221,3 +221,54 @@ func TestReceiver_AwaitWaitsForAMatchingExport(t *testing.T) {
 		t.Error("Await returned an export that never came")
 	}
 }
+
+func TestReceiver_CountsEachTicksDistinctValues(t *testing.T) {
+	r := otlpreceiver.Start(t, otlpreceiver.WithoutPayloads(), otlpreceiver.WithTickCounts("m", "id", 2))
+	exp := exporter(t, r, otlpreceiver.GRPC, true)
+	ctx := testenv.Context(t, 10*time.Second)
+	send := func(at time.Time, ids ...string) {
+		dps := make([]metricdata.DataPoint[int64], 0, 2*len(ids))
+		for _, id := range ids {
+			dps = append(dps,
+				metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("id", id), attribute.String("s", "a")), Time: at, Value: 1},
+				metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("id", id), attribute.String("s", "b")), Time: at, Value: 0})
+		}
+		rm := &metricdata.ResourceMetrics{ScopeMetrics: []metricdata.ScopeMetrics{{Metrics: []metricdata.Metrics{{Name: "m", Data: metricdata.Gauge[int64]{DataPoints: dps}}}}}}
+		if err := exp.Export(ctx, rm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t1, t2, t3 := time.Unix(100, 0), time.Unix(200, 0), time.Unix(300, 0)
+	send(t1, "a", "b")
+	send(t2, "a", "b")
+	send(t2, "c", "a") // a twice in tick 2
+	send(t3, "c")
+	got := r.TickCounts()
+	want := []otlpreceiver.TickCount{{At: t2, Distinct: 3, Duplicates: 1, Requests: 2}, {At: t3, Distinct: 1, Requests: 1}}
+	if len(got) != len(want) {
+		t.Fatalf("ticks %+v, want the last two %+v", got, want)
+	}
+	for i := range want {
+		if !got[i].At.Equal(want[i].At) || got[i].Distinct != want[i].Distinct || got[i].Duplicates != want[i].Duplicates || got[i].Requests != want[i].Requests {
+			t.Errorf("tick %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if n := r.SeenSince(t2); n != 3 {
+		t.Errorf("seen since tick 2: %d, want 3", n)
+	}
+	if n := r.SeenSince(t3); n != 1 {
+		t.Errorf("seen since tick 3: %d, want 1", n)
+	}
+}
+
+func TestReceiver_WithoutDecodingRecordsSizesOnly(t *testing.T) {
+	r := otlpreceiver.Start(t, otlpreceiver.WithoutDecoding())
+	exp := exporter(t, r, otlpreceiver.GRPC, true)
+	if err := exp.Export(testenv.Context(t, 10*time.Second), data(100)); err != nil {
+		t.Fatal(err)
+	}
+	ex := r.Exports()
+	if len(ex) != 1 || ex[0].Size < 100 || ex[0].WireSize == 0 || ex[0].Encoding != "gzip" || ex[0].DataPoints != 0 || ex[0].Request != nil {
+		t.Fatalf("exports %+v, want one request with its sizes and nothing decoded", ex)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,10 +39,9 @@ const (
 	ackTimeout = 5 * time.Second // a publisher's wait for each PubAck
 	// cutFor is longer than the commands' ack wait (5 s), so that a cut-off replica's
 	// commands are redelivered to the other while it may still hold them.
-	cutFor     = 12 * time.Second
-	faultAt    = 8 * time.Second
-	auditWait  = 2 * time.Minute
-	statusName = "cluster.maintenance.status"
+	cutFor    = 12 * time.Second
+	faultAt   = 8 * time.Second
+	auditWait = 2 * time.Minute
 )
 
 // runs is how many times each scenario runs (MAINT_PARTITION_RUNS, default 3): a race shows
@@ -146,7 +146,7 @@ var scenarios = []scenario{
 	{
 		id:    "c",
 		name:  "c_tick_holder_isolated",
-		about: "the emitter replica that served the last tick is cut off for 12 s, then healed",
+		about: "an emitter replica that served a shard of the last tick is cut off for 12 s, then healed",
 		prepare: func(s *stack) []pubSpec {
 			return bothWays(s, s.cluster.Nodes[0])
 		},
@@ -155,7 +155,7 @@ var scenarios = []scenario{
 			var holder *function
 			if ems := s.emissions(); len(ems) > 0 {
 				for _, e := range s.emitters {
-					if e.name == ems[len(ems)-1].replica {
+					if slices.Contains(ems[len(ems)-1].replicas, e.name) {
 						holder = e
 					}
 				}
@@ -333,22 +333,15 @@ func (s *stack) cut(h *Host, at, d time.Duration) {
 }
 
 type emission struct {
-	at      time.Time
-	replica string
+	at       time.Time
+	replicas []string // the emitters that sent the tick's shards
 }
 
-// emissions lists the status exports received, oldest first.
+// emissions lists the whole emissions of ticks received (every shard's), by arrival.
 func (s *stack) emissions() []emission {
 	var out []emission
-	for _, e := range s.recv.Exports() {
-		if !e.Has(statusName) {
-			continue
-		}
-		em := emission{at: e.At}
-		if ps := e.Find(statusName, nil); len(ps) > 0 {
-			em.replica = ps[0].Resource["replica"]
-		}
-		out = append(out, em)
+	for _, e := range s.recv.Emissions(domain.DefaultShards) {
+		out = append(out, emission{at: e.At, replicas: e.Replicas})
 	}
 	return out
 }
@@ -517,7 +510,9 @@ func runScenario(t *testing.T, sc scenario, run int) {
 	byReplica := map[string]int{}
 	for _, e := range ems {
 		if !e.at.Before(s.start) {
-			byReplica[e.replica]++
+			for _, rep := range e.replicas {
+				byReplica[rep]++
+			}
 		}
 	}
 	t.Logf("emissions since the load began, by replica: %v; longest gap %s from +%s", byReplica, gap.Round(time.Millisecond), gapAt.Sub(s.start).Round(100*time.Millisecond))

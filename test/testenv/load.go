@@ -213,3 +213,44 @@ func ReadStream(t testing.TB, js jetstream.JetStream, stream string, fn func(jet
 		}
 	}
 }
+
+// FillRecords writes n records straight into the bucket's stream (what kv.Put does, without
+// waiting for each ack), with resource IDs from id and states in rotation over domain.States.
+// It returns the count per state, indexed as domain.States.
+func FillRecords(t testing.TB, js jetstream.JetStream, n int, id func(int) string) []int64 {
+	t.Helper()
+	ajs, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncMaxPending(2048))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := Context(t, 2*time.Minute)
+	now := time.Now()
+	counts := make([]int64, len(domain.States))
+	for i := 0; i < n; i++ {
+		s := domain.States[i%len(domain.States)]
+		counts[i%len(domain.States)]++
+		b, err := domain.EncodeRecord(domain.Record{
+			ResourceID: id(i), State: s, StateSince: now, UpdatedAt: now,
+			LastCommandID: fmt.Sprintf("cmd-%d", i), Version: domain.RecordVersion,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ajs.PublishAsync("$KV."+domain.Bucket+"."+domain.MustKey(id(i)), b); err != nil {
+			t.Fatal(err)
+		}
+		if i%1024 == 1023 {
+			select {
+			case <-ajs.PublishAsyncComplete():
+			case <-ctx.Done():
+				t.Fatal("bucket fill timed out")
+			}
+		}
+	}
+	select {
+	case <-ajs.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("bucket fill timed out")
+	}
+	return counts
+}
