@@ -198,9 +198,10 @@ func emitterFunction() Function {
 		Drain:     emitter.DefaultExportTimeout + 5*time.Second,
 		Consumers: shardConsumers(domain.EmitterShardConsumer, "emitter function"),
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.EmitterShardPrefix, Pinned: true}},
-		// It scans the bucket; a lone replica reads the tick interval from the schedule; it
-		// finds the shard consumers that provisioning created.
-		Access: Access{Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream}, API: []string{scheduleConsumerNames}},
+		// It scans the bucket and follows the policies (cluster.maintenance.conflicts); a lone
+		// replica reads the tick interval from the schedule; it finds the shard consumers that
+		// provisioning created.
+		Access: Access{Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream}, API: []string{scheduleConsumerNames}},
 		Flags:  emitterFlags,
 	}
 }
@@ -226,15 +227,15 @@ func stuckAfterFlag(fs *pflag.FlagSet, v *time.Duration) {
 func noticesFunction() Function {
 	return Function{
 		Name:      "notices",
-		About:     "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
+		About:     "publishes lifecycle notices (reminders, due, overdue, stuck) and policy conflicts on each tick",
 		Role:      roleFunction,
 		Tick:      true,
 		Drain:     notices.DefaultRunTimeout + 5*time.Second,
 		Consumers: shardConsumers(domain.NoticesShardConsumer, "notices function"),
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.NoticesShardPrefix, Pinned: true}},
-		// It scans the bucket and reads the last notice of an entity; it finds its shard
-		// consumers.
-		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
+		// It scans the bucket, follows the policies (the conflict notices) and reads the last
+		// notice of an entity; it finds its shard consumers.
+		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
 			API: []string{scheduleConsumerNames}},
 		Flags: noticesFlags,
 	}

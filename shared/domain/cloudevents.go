@@ -30,12 +30,13 @@ const (
 	CETypeNoticeDue      = "io.maintsignals.notice.due"
 	CETypeNoticeOverdue  = "io.maintsignals.notice.overdue"
 	CETypeNoticeStuck    = "io.maintsignals.notice.stuck"
+	CETypeNoticeConflict = "io.maintsignals.notice.conflict"
 )
 
 // CETypes lists every type, in the order of the README (Integrating).
 var CETypes = []string{
 	CETypeApplied, CETypeRejected, CETypeDuplicate, CETypeDeadLettered,
-	CETypeNoticeReminder, CETypeNoticeDue, CETypeNoticeOverdue, CETypeNoticeStuck,
+	CETypeNoticeReminder, CETypeNoticeDue, CETypeNoticeOverdue, CETypeNoticeStuck, CETypeNoticeConflict,
 }
 
 // OutcomeCEType is the CloudEvents type of an outcome event.

@@ -292,3 +292,19 @@ func (p *Policies) catchUp(ctx context.Context) error {
 		}
 	}
 }
+
+// Conflict is the conflict of the window the record of key announced with the policy in force
+// now as the view stands (policy.Conflict): why the policy does not allow it ("" when it does,
+// or none covers the entity), with that policy and its revision. Only a Pending record with a
+// window is looked up.
+func (p *Policies) Conflict(key string, r domain.Record, now time.Time) (why string, pol *policy.Policy, rev *Revision) {
+	if p == nil || r.State != domain.StatePending || r.Window == nil {
+		return "", nil, nil
+	}
+	rev = p.Current(key)
+	pol, err := rev.Policy()
+	if err != nil || pol == nil {
+		return "", nil, nil
+	}
+	return policy.Conflict(r, pol, rev.At, now), pol, rev
+}
