@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
@@ -151,18 +149,7 @@ func TestEmitter_CountsConflicts(t *testing.T) {
 		put(t, st, domain.Record{ResourceID: aroID("conflicts", i), State: domain.StatePending, Window: w, StateSince: announced, LastCommandAt: announced})
 	}
 	scope := "/subscriptions/conflicts"
-	setPolicy := func(doc string) {
-		t.Helper()
-		m := nats.NewMsg(domain.PolicySubject(domain.MustKey(scope)))
-		if doc == "" {
-			m.Header.Set(domain.HeaderKVOperation, domain.KVDelete)
-		} else {
-			m.Data = []byte(fmt.Sprintf(`{"scope": %q, %s}`, scope, doc))
-		}
-		if _, err := env.JS.PublishMsg(t.Context(), m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setPolicy := func(doc string) { testenv.PutPolicy(t, env.JS, scope, doc) }
 	if got := fleetValue(t, awaitRunAfter(t, r, time.Now(), 5*time.Second), emitter.MetricConflicts); got != 0 {
 		t.Fatalf("conflicts = %g before any policy", got)
 	}

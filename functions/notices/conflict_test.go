@@ -1,14 +1,12 @@
 package notices_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
@@ -17,21 +15,10 @@ import (
 
 const conflictScope = "/subscriptions/s1/resourceGroups/rg"
 
-// setPolicy writes a revision of the resource group's policy in the bucket, as the policies
-// function does; doc "" deletes it. It returns the revision.
+// setPolicy writes a revision of the resource group's policy; doc "" deletes it.
 func setPolicy(t *testing.T, js jetstream.JetStream, doc string) uint64 {
 	t.Helper()
-	m := nats.NewMsg(domain.PolicySubject(domain.MustKey(conflictScope)))
-	if doc == "" {
-		m.Header.Set(domain.HeaderKVOperation, domain.KVDelete)
-	} else {
-		m.Data = []byte(fmt.Sprintf(`{"scope": %q, %s}`, conflictScope, doc))
-	}
-	ack, err := js.PublishMsg(context.Background(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ack.Sequence
+	return testenv.PutPolicy(t, js, conflictScope, doc)
 }
 
 // freeze is a blackout over the day of the test windows (t0).

@@ -154,3 +154,21 @@ func WaitEvents(t testing.TB, js jetstream.JetStream, key string, n int, within 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// PutPolicy writes a revision of scope's policy in the policies bucket, as the policies function
+// stores one: the document {"scope": scope, <fields>}; fields "" deletes the policy. It returns
+// the revision.
+func PutPolicy(t testing.TB, js jetstream.JetStream, scope, fields string) uint64 {
+	t.Helper()
+	m := nats.NewMsg(domain.PolicySubject(domain.MustKey(scope)))
+	if fields == "" {
+		m.Header.Set(domain.HeaderKVOperation, domain.KVDelete)
+	} else {
+		m.Data = []byte(`{"scope": "` + scope + `", ` + fields + `}`)
+	}
+	ack, err := js.PublishMsg(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
+}
