@@ -44,6 +44,10 @@ type Config struct {
 	// (domain.CheckResourceIDPattern).
 	ResourceIDPattern *regexp.Regexp
 
+	// Deadlines finds the deadline of the campaign whose window a Reschedule moves (nil: no
+	// campaign deadline is checked).
+	Deadlines Deadlines
+
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
 	Events  Publisher
@@ -75,7 +79,7 @@ var ErrInvalidConfig = errors.New("invalid command config")
 // Authority checks command signatures.
 type Authority interface {
 	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
-	Authorize(s *signing.Signer, t domain.Task) *domain.Rejection
+	Authorize(s *signing.Signer, c domain.Command) *domain.Rejection
 	Requires() bool
 }
 

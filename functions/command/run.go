@@ -37,6 +37,10 @@ type Applier struct {
 	answers answers
 	// cache remembers records this replica wrote; nil reads every record from the bucket.
 	cache *cache
+	// policies is the replica's view of the policies bucket; deadlines the campaigns' (nil:
+	// no deadline).
+	policies  policies
+	deadlines Deadlines
 
 	// What the runtime needs besides the handler.
 	consumers  []string
@@ -75,6 +79,10 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 	if err != nil {
 		return nil, fmt.Errorf("command function: stream %s: %w (run `maintctl provision`)", domain.EventsStream, err)
 	}
+	view, err := store.OpenPolicies(ctx, js, cfg.Log)
+	if err != nil {
+		return nil, fmt.Errorf("command function: %w", err)
+	}
 	if cfg.Auth == nil || !cfg.Auth.Requires() {
 		cfg.Log.Warn("commands are accepted unsigned: anyone who may publish commands can change any signal; run with --signers FILE --require-signatures in production")
 	}
@@ -82,7 +90,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 		records: cfg.Records, events: cfg.Events, metrics: m, log: cfg.Log.With("function", "command"),
 		now: time.Now, auth: cfg.Auth, answers: lastEvents{events}, idPattern: cfg.ResourceIDPattern,
 		rules: settings{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
-		cache: newCache(cacheSize),
+		cache: newCache(cacheSize), policies: view, deadlines: cfg.Deadlines,
 
 		consumers: consumers, maxDeliver: cfg.MaxDeliver, runtimeLog: cfg.Log, meters: cfg.Meters,
 	}

@@ -33,11 +33,15 @@ const (
 
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
-	var oe *client.OutcomeError
+	var (
+		oe *client.OutcomeError
+		pe *client.PolicyOutcomeError
+		ne *notAllowedError
+	)
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &oe):
+	case errors.As(err, &oe), errors.As(err, &pe), errors.As(err, &ne):
 		return exitRejected
 	case errors.Is(err, client.ErrNoOutcome):
 		return exitNoResult
@@ -67,7 +71,7 @@ type app struct {
 const rootLong = `maintctl sets and reads the maintenance state of clusters (None, Pending, Planned, Unplanned,
 CustomerActionNeeded) through NATS JetStream, and runs the functions that export it to the health
 system every minute. Try it: ` + "`maintctl up`" + `, then in another terminal ` + "`maintctl pending ID`" + `, ` + "`maintctl list`" + `.
-Exit status: 0 done, 2 rejected or dead-lettered, 3 no outcome in time (stored), 1 other errors.`
+Exit status: 0 done, 2 rejected or dead-lettered (or not allowed by ` + "`policy check`" + `), 3 no outcome in time (stored), 1 other errors.`
 
 var unsortedCommands sync.Once
 
@@ -154,6 +158,9 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}
+	policyCmd := a.policyCommand()
+	policyCmd.GroupID = "admin"
+	root.AddCommand(policyCmd)
 	dlqCmd := a.dlqCommand()
 	dlqCmd.GroupID = "dlq"
 	root.AddCommand(dlqCmd)
@@ -344,7 +351,9 @@ func explainPermission(err error) error {
 	case pe.Op == "subscribe" && strings.HasPrefix(pe.Subject, "_INBOX"):
 		advice = "the replies to this user go elsewhere: set --inbox-prefix ($NATS_INBOX_PREFIX) to your role's, e.g. _INBOX_admin"
 	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.CommandPrefix):
-		advice = "sending commands takes a user of the admin role, or updater for outcomes: connect as one with --nkey FILE or --creds FILE"
+		advice = "sending commands takes a user of the admin role, or updater for outcomes, or customer for reschedules: connect as one with --nkey FILE or --creds FILE"
+	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.PolicyPrefix):
+		advice = "sending policy commands takes a user of the admin or customer role: connect as one with --nkey FILE or --creds FILE"
 	default:
 		advice = "connect as a user whose role allows it with --nkey FILE or --creds FILE"
 	}

@@ -77,6 +77,28 @@ is in progress (unless --force).
 			},
 		},
 		{
+			use:   "reschedule",
+			short: "Move an announced window (task Reschedule), as a customer may",
+			long: `Move the announced window of an entity that is Pending: the state stays Pending with its
+stateSince, the window is replaced and a new series of notices starts. Allowed only when the
+customer's policy in force allows rescheduling (allowReschedule), the new start is at least
+1 hour away and the announced one more than 5 minutes away, and the new window fits the
+policy's windows and blackouts (the notice in force does not apply: the customer chose).
+Without --window-end the window keeps its length. A customer signer (--sign-key) may send it
+for the entities of its scopes; an admin for any. --force changes nothing here.`,
+			example: "  maintctl reschedule --window-start 2026-11-23T21:00:00Z " + exampleID + "\n  maintctl reschedule " + exampleID + " --window-start +72h --window-end +76h",
+			flags: func(c *cobra.Command) {
+				c.Flags().StringVar(&windowStart, "window-start", "", "the new start of the window (RFC 3339, or +DURATION from now; required)")
+				c.Flags().StringVar(&windowEnd, "window-end", "", "the new end (default: the start plus the announced window's length)")
+			},
+			build: func(cmd *domain.Command) error {
+				cmd.Task = domain.TaskReschedule
+				w, err := parseReschedule(windowStart, windowEnd, time.Now())
+				cmd.Window = w
+				return err
+			},
+		},
+		{
 			use:   "start",
 			short: "Start an update (an update task): state Planned or Unplanned, updating",
 			long: `Start maintenance work on an entity: updating becomes true and lastError is cleared. The
@@ -349,6 +371,21 @@ func parseWindow(start, end string, now time.Time) (*domain.Window, error) {
 		return nil, fmt.Errorf("--window-end %s must be after --window-start %s", e.Format(time.RFC3339), s.Format(time.RFC3339))
 	}
 	return &domain.Window{Start: s, End: e}, nil
+}
+
+// parseReschedule reads a Reschedule's --window-start (required) and --window-end (optional).
+func parseReschedule(start, end string, now time.Time) (*domain.Window, error) {
+	if start == "" {
+		return nil, errors.New("reschedule needs --window-start: the new start of the window")
+	}
+	if end != "" {
+		return parseWindow(start, end, now)
+	}
+	s, err := parseTime(start, now)
+	if err != nil {
+		return nil, fmt.Errorf("--window-start: %w", err)
+	}
+	return &domain.Window{Start: s}, nil
 }
 
 // parseTime reads a time as people write one (domain.ParseTime): RFC 3339, a date alone

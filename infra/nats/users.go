@@ -89,5 +89,6 @@ func DefaultUsers() []User {
 		{Name: "command", Role: RoleFunction, Nkey: "$MAINT_COMMAND_NKEY"},
 		{Name: "emitter", Role: RoleFunction, Nkey: "$MAINT_EMITTER_NKEY"},
 		{Name: "reader", Role: RoleReader, Nkey: "$MAINT_READER_NKEY"},
+		{Name: "customer", Role: RoleCustomer, Nkey: "$MAINT_CUSTOMER_NKEY"},
 	}
 }

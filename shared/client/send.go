@@ -93,42 +93,52 @@ func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Whether the entity was tracked before, at best: a read that fails says nothing.
+	before, err := c.Get(ctx, cmd.ResourceID)
+	untracked := err == nil && !before.Tracked()
 	var res *Result
-	// The guard covers the subscription to the outcome (its refusal comes asynchronously).
-	err = c.Guard(ctx, domain.EventSubject(key), func(ctx context.Context) error {
+	err = c.publishAwaiting(ctx, cmd.ID, domain.EventSubject(key), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
 		var err error
-		res, err = c.send(ctx, cmd, msg, key)
+		res, err = c.send(ctx, cmd, sub, ack, key, untracked)
 		return err
 	})
-	if pe, ok := err.(*natsconn.PermissionError); ok {
-		// The guard ended the call: its error names the refused subject, not the command.
-		return nil, fmt.Errorf("command %s: %w", cmd.ID, pe)
+	if errors.As(err, new(*natsconn.PermissionError)) {
+		return nil, err
 	}
 	return res, err
 }
 
-func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, key string) (*Result, error) {
-	// Subscribe before publishing, and make sure the server has the subscription, so that the
-	// outcome cannot slip past.
-	sub, err := c.NC.SubscribeSync(domain.EventSubject(key))
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
+// publishAwaiting publishes the command msg (its id) once a subscription to its outcomes'
+// subject is in place at the server, so that the outcome cannot slip past, and hands the
+// subscription and the stream's ack to await. A permission refusal of the publish or of the
+// subscription (it comes asynchronously) ends it at once with a *natsconn.PermissionError.
+func (c *Client) publishAwaiting(ctx context.Context, id, outcomes string, msg *nats.Msg, await func(context.Context, *nats.Subscription, *jetstream.PubAck) error) error {
+	err := c.Guard(ctx, outcomes, func(ctx context.Context) error {
+		sub, err := c.NC.SubscribeSync(outcomes)
+		if err != nil {
+			return fmt.Errorf("subscribe to outcome events: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := c.NC.FlushWithContext(ctx); err != nil {
+			return fmt.Errorf("subscribe to outcome events: %w", err)
+		}
+		ack, err := c.pub.PublishMsg(ctx, msg)
+		if err != nil {
+			return fmt.Errorf("publish command %s: %w", id, notProvisioned(err))
+		}
+		c.log.Debug("command stored", "command_id", id, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+		return await(ctx, sub, ack)
+	})
+	if pe, ok := err.(*natsconn.PermissionError); ok {
+		// The guard ended the call: its error names the refused subject, not the command.
+		return fmt.Errorf("command %s: %w", id, pe)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := c.NC.FlushWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
-	}
+	return err
+}
 
-	// Whether the entity was tracked before, at best: a read that fails says nothing.
-	before, err := c.Get(ctx, cmd.ResourceID)
-	untracked := err == nil && !before.Tracked()
-	ack, err := c.pub.PublishMsg(ctx, msg)
-	if err != nil {
-		return nil, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
-	}
+func (c *Client) send(ctx context.Context, cmd domain.Command, sub *nats.Subscription, ack *jetstream.PubAck, key string, untracked bool) (*Result, error) {
 	res := &Result{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
-	c.log.Debug("command stored", "command_id", cmd.ID, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
-
+	var err error
 	found := false
 	if ack.Duplicate {
 		if res.Event, found, err = c.earlierOutcome(ctx, cmd, key, ack.Sequence); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
 )
 
@@ -132,7 +133,10 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 		l.CommandID = h.Get(domain.HeaderCEID)
 		return l
 	}
-	if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
+	if h.Get(function.HeaderDLQStream) == domain.PoliciesStream {
+		cmd, _ := policy.DecodeCommand(body, "", "")
+		l.CommandID = cmd.ID
+	} else if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
 		l.CommandID = cmd.ID
 	}
 	if l.CommandID == "" {
@@ -141,8 +145,8 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 	return l
 }
 
-// Replay sends dead letter seq through the command function (a webhook delivery: to its
-// subscription's endpoint) again and removes it from the
+// Replay sends dead letter seq through the command function (a policy command: the policies
+// function; a webhook delivery: to its subscription's endpoint) again and removes it from the
 // dead-letter stream. The command keeps its id, so a command that was in fact applied comes
 // back as a duplicate, never as a second change. The copy is published without Nats-Msg-Id
 // so that the commands stream's de-duplication window does not swallow it.
@@ -159,6 +163,10 @@ func Replay(ctx context.Context, js jetstream.JetStream, seq uint64) (*jetstream
 		return nil, fmt.Errorf("replay %d: %w", seq, err)
 	}
 	out := nats.NewMsg(domain.CommandSubject(domain.KeyFromSubject(raw.Subject)))
+	if raw.Header.Get(function.HeaderDLQStream) == domain.PoliciesStream {
+		// A policy command goes back to the policies function.
+		out.Subject = domain.PolicyCommandSubject(domain.KeyFromSubject(raw.Subject))
+	}
 	out.Data = raw.Data
 	out.Header.Set(HeaderReplayOf, strconv.FormatUint(seq, 10))
 	if sub := raw.Header.Get(domain.HeaderWebhookSubscription); sub != "" {

@@ -30,10 +30,31 @@ const (
 	NoticeOverdue NoticeKind = "overdue"
 	// NoticeStuck: an update has been in progress for longer than the stuck limit.
 	NoticeStuck NoticeKind = "stuck"
+	// NoticeConflict: a customer's policy changed under the announced window and no longer
+	// allows it; once per entity, window and policy revision.
+	NoticeConflict NoticeKind = "conflict"
 )
 
 // NoticeKinds lists the notice kinds.
-var NoticeKinds = []NoticeKind{NoticeReminder, NoticeDue, NoticeOverdue, NoticeStuck}
+var NoticeKinds = []NoticeKind{NoticeReminder, NoticeDue, NoticeOverdue, NoticeStuck, NoticeConflict}
+
+// Headers of a notice that say how far the entity's two kinds of notices got, so that the
+// last notice of an entity tells both: its lifecycle series (reminders, due, overdue, stuck)
+// and its conflicts.
+const (
+	// HeaderNoticeLifecycle, on a conflict notice, is the id of the entity's last lifecycle
+	// notice before it ("" when none).
+	HeaderNoticeLifecycle = "Maint-Notice-Lifecycle"
+	// HeaderNoticeConflict, on a lifecycle notice, is the id of the entity's last conflict
+	// notice before it ("" when none).
+	HeaderNoticeConflict = "Maint-Notice-Conflict"
+)
+
+// PolicyRef names a revision of a customer's policy.
+type PolicyRef struct {
+	Scope    string `json:"scope"`
+	Revision uint64 `json:"revision"`
+}
 
 // Notice is a lifecycle notice, published on maint.notice.<key>.
 type Notice struct {
@@ -49,6 +70,10 @@ type Notice struct {
 	Lead int64 `json:"lead"`
 	// At is when the notice was decided: the time of the tick's run.
 	At time.Time `json:"at"`
+	// Policy and Message, on a conflict notice: the revision of the policy in force and why it
+	// does not allow the window.
+	Policy  *PolicyRef `json:"policy,omitempty"`
+	Message string     `json:"message,omitempty"`
 }
 
 // NoticeID builds the id of a notice of kind for entity key in series (a window or an

@@ -24,6 +24,9 @@ const (
 	// TaskForget (admin) takes the entity out of the signal: its record stays as a tombstone,
 	// so that exactly-once holds across it, until a later command tracks it again as new.
 	TaskForget Task = "Forget"
+	// TaskReschedule moves an announced window (customers' maintenance policies): the entity
+	// stays Pending with its stateSince, with the new window.
+	TaskReschedule Task = "Reschedule"
 )
 
 // TaskKind groups tasks by the column of the transition table they use.
@@ -37,6 +40,8 @@ const (
 	KindOutcome
 	// KindAdmin is Forget's: the entity's tracking itself, not its maintenance.
 	KindAdmin
+	// KindReschedule is Reschedule's alone: not a column of the transition table.
+	KindReschedule
 )
 
 var taskKinds = map[Task]TaskKind{
@@ -51,9 +56,11 @@ var taskKinds = map[Task]TaskKind{
 	TaskUpdateSucceeded:      KindOutcome,
 	TaskUpdateFailed:         KindOutcome,
 	TaskForget:               KindAdmin,
+	TaskReschedule:           KindReschedule,
 }
 
-// Tasks lists every task in a fixed order.
+// Tasks lists the tasks of the transition table in a fixed order; TaskReschedule, which moves a
+// window and is judged by the policy in force instead, is the only task outside it.
 var Tasks = []Task{
 	TaskPending, TaskNone, TaskCustomerActionNeeded,
 	TaskEverything, TaskOperatorUpdate, TaskCertificatesRenewal, TaskSyncClusterObject, TaskMigrateLoadBalancer,

@@ -199,3 +199,15 @@ func Describe(s State, updating bool, t Task) string {
 	}
 	return fmt.Sprintf("%s updating=%t", to, cl.updating)
 }
+
+// Reschedule moves the announced window of r to w (a Reschedule that the policy in force
+// allowed), applied at at: the state stays Pending with its stateSince, and the reason and the
+// campaign stay with the window (it is the same announcement, moved). The new window starts a
+// new series of notices. Like Apply it leaves the handler's fields alone.
+func Reschedule(r Record, w Window, at time.Time) (Record, Transition) {
+	next := r
+	next.Window = &w
+	next.UpdatedAt = at
+	next.Version = RecordVersion
+	return next, Transition{From: r.State, To: r.State}
+}
