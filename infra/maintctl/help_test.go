@@ -12,7 +12,7 @@ func TestHelp_FitsAScreenAndShowsGlobalFlagsOnce(t *testing.T) {
 	if n := strings.Count(root, "\n"); n > 42 {
 		t.Errorf("root help is %d lines, want a screen (at most 42):\n%s", n, root)
 	}
-	mustContain(t, "root help", root, "Announce and run maintenance", "Read the state", "Dead letters:", "Run the stack:",
+	mustContain(t, "root help", root, "Announce and run maintenance", "Read the state", "Run the stack and its dead letters:", "dlq",
 		"forget", "completion", "options", "Exit status", `"maintctl options"`)
 	if strings.Contains(root, "--server") || strings.Contains(c.ok("help", "pending"), "--tlsca") {
 		t.Errorf("global flags repeated in the help:\n%s", root)

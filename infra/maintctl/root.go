@@ -71,7 +71,7 @@ type app struct {
 const rootLong = `maintctl sets and reads the maintenance state of clusters (None, Pending, Planned, Unplanned,
 CustomerActionNeeded) through NATS JetStream, and runs the functions that export it to the health
 system every minute. Try it: ` + "`maintctl up`" + `, then in another terminal ` + "`maintctl pending ID`" + `, ` + "`maintctl list`" + `.
-Exit status: 0 done, 2 rejected or dead-lettered (or not allowed by ` + "`policy check`" + `), 3 no outcome in time (stored), 1 other errors.`
+Exit status: 0 done, 2 rejected/dead-lettered/not allowed (policy check), 3 no outcome in time (stored), 1 other errors.`
 
 var unsortedCommands sync.Once
 
@@ -146,8 +146,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddGroup(
 		&cobra.Group{ID: "admin", Title: "Announce and run maintenance (each waits for its outcome):"},
 		&cobra.Group{ID: "read", Title: "Read the state, the history and the notices:"},
-		&cobra.Group{ID: "dlq", Title: "Dead letters:"},
-		&cobra.Group{ID: "run", Title: "Run the stack:"},
+		&cobra.Group{ID: "run", Title: "Run the stack and its dead letters:"},
 		&cobra.Group{ID: "other", Title: "Other:"},
 	)
 	for _, c := range a.commandVerbs() {
@@ -161,10 +160,7 @@ func (a *app) rootCommand() *cobra.Command {
 	policyCmd := a.policyCommand()
 	policyCmd.GroupID = "admin"
 	root.AddCommand(policyCmd)
-	dlqCmd := a.dlqCommand()
-	dlqCmd.GroupID = "dlq"
-	root.AddCommand(dlqCmd)
-	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand()} {
+	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand(), a.dlqCommand()} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}

@@ -127,7 +127,7 @@ type signers struct {
 // signingFlags adds the signing flags, maxAge's included, and returns what they set.
 func signingFlags(fs *pflag.FlagSet, maxAge *time.Duration) *signers {
 	s := &signers{}
-	fs.StringVar(&s.file, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater, customer with "scopes": ["/subscriptions/…"]); read again when it changes`)
+	fs.StringVar(&s.file, "signers", "", `JSON file of the keys allowed to sign commands, read again when it changes: [{"name":"alice", "publicKeys":["U…"], "roles":["admin"]}] (roles: admin, updater, customer with "scopes")`)
 	fs.BoolVar(&s.required, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
 	fs.DurationVar(maxAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
 	return s
