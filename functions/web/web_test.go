@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"maintsignals/functions/web"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
@@ -142,7 +140,7 @@ func TestEntityPage_ShowsThePolicyInForceAndTheFleetItsConflicts(t *testing.T) {
 	id := rid("s1", "c1")
 	s.send(t, id, domain.TaskPending, withWindow(start, 2*time.Hour))
 	ctx := testenv.Context(t, 10*time.Second)
-	kv, err := s.env.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.PoliciesBucket})
+	kv, err := s.env.JS.KeyValue(ctx, domain.PoliciesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
