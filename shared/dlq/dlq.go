@@ -60,8 +60,21 @@ func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
 // ListWhere returns the dead letters f selects, oldest first, and how many older ones its
 // limit left out: of every one the stream's leader holds when it is called. The reading
 // consumer may sit on a replica that has not caught up yet (a letter stored a moment ago), so
-// it waits up to catchUpWait for what the leader counted.
+// it waits up to catchUpWait for what the leader counted. A cluster that has no responder for a
+// moment (a leader being elected, a consumer placed on a replica still starting) is asked again
+// for up to that long too.
 func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
+	deadline := time.Now().Add(catchUpWait)
+	for {
+		letters, omitted, err = listOnce(ctx, js, f)
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) || ctx.Err() != nil {
+			return letters, omitted, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func listOnce(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
 	s, err := js.Stream(ctx, domain.DLQStream)
 	if err != nil {
 		return nil, 0, fmt.Errorf("dead letters: %w", err)
