@@ -278,10 +278,7 @@ func (d *Applier) publish(ctx context.Context, key, msgID string, ev domain.Even
 	if err != nil {
 		return function.Permanent(err)
 	}
-	out := nats.NewMsg(domain.EventSubject(key))
-	out.Data = b
-	out.Header.Set(domain.HeaderMsgID, msgID)
-	domain.SetCloudEventHeaders(out.Header, domain.OutcomeCEType(ev.Outcome), msgID, ev.ResourceID, ev.At)
+	out := function.EventMsg(domain.EventSubject(key), msgID, domain.OutcomeCEType(ev.Outcome), ev.ResourceID, ev.At, b)
 	if _, err := d.events.PublishMsg(ctx, out); err != nil {
 		return fmt.Errorf("publish outcome event: %w", err)
 	}

@@ -35,7 +35,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -422,10 +421,8 @@ func (n *Notifier) publish(ctx context.Context, subject string, nt domain.Notice
 	if err != nil {
 		return 0, false, err
 	}
-	msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
-	msg.Header.Set(domain.HeaderMsgID, nt.NoticeID)
+	msg := function.EventMsg(subject, nt.NoticeID, domain.NoticeCEType(string(nt.Kind)), nt.ResourceID, nt.At, body)
 	setMemo(msg.Header, nt, m)
-	domain.SetCloudEventHeaders(msg.Header, domain.NoticeCEType(string(nt.Kind)), nt.NoticeID, nt.ResourceID, nt.At)
 	ack, err := n.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {

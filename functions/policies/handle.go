@@ -211,10 +211,7 @@ func (a *Applier) publish(ctx context.Context, key, msgID string, ev domain.Poli
 	if err != nil {
 		return function.Permanent(err)
 	}
-	out := nats.NewMsg(domain.PolicyEventSubject(key))
-	out.Data = b
-	out.Header.Set(domain.HeaderMsgID, msgID)
-	domain.SetCloudEventHeaders(out.Header, domain.PolicyOutcomeCEType(ev.Outcome), msgID, ev.Scope, ev.At)
+	out := function.EventMsg(domain.PolicyEventSubject(key), msgID, domain.PolicyOutcomeCEType(ev.Outcome), ev.Scope, ev.At, b)
 	if _, err := a.publisher.PublishMsg(ctx, out); err != nil {
 		return fmt.Errorf("publish policy outcome: %w", err)
 	}

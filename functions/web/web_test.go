@@ -67,6 +67,19 @@ func TestFleetPage_CountsFilterAndPagesWhatTheCommandsDid(t *testing.T) {
 	}
 }
 
+// A Forget takes the entity out of the fleet from the record it writes, as a deleted key.
+func TestFleetPage_LeavesForgottenEntitiesOut(t *testing.T) {
+	s := startStack(t, web.Config{})
+	s.send(t, rid("s1", "kept"), domain.TaskCustomerActionNeeded, nil)
+	s.send(t, rid("s1", "gone"), domain.TaskCustomerActionNeeded, nil)
+	testenv.Eventually(t, 5*time.Second, "both counted", func() bool { return s.fleet(t, "").Entities == 2 })
+	s.send(t, rid("s1", "gone"), domain.TaskForget, nil)
+	testenv.Eventually(t, 5*time.Second, "the forgotten one left out", func() bool { return s.fleet(t, "").Entities == 1 })
+	if p := s.fleet(t, ""); len(p.Rows) != 1 || p.Rows[0].ResourceID != rid("s1", "kept") || p.States[domain.StateCustomerActionNeeded] != 1 {
+		t.Errorf("fleet after a Forget: %d rows %+v, counts %+v", len(p.Rows), p.Rows, p.Stats)
+	}
+}
+
 func TestFleetPage_WorksWithoutJavaScript(t *testing.T) {
 	s := startStack(t, web.Config{})
 	s.send(t, rid("s1", "a"), domain.TaskPending, nil)

@@ -41,17 +41,7 @@ type PolicyOutcomeError struct{ Event domain.PolicyEvent }
 
 func (e *PolicyOutcomeError) Error() string {
 	ev := e.Event
-	s := fmt.Sprintf("policy command %s (%s %s) %s", ev.CommandID, ev.Action, ev.Scope, ev.Outcome)
-	if ev.Code != "" {
-		s += ": " + string(ev.Code)
-	}
-	if ev.Target != "" {
-		s += " (target " + ev.Target + ")"
-	}
-	if ev.Message != "" {
-		s += ": " + ev.Message
-	}
-	return s
+	return describeOutcome(fmt.Sprintf("policy command %s (%s %s) %s", ev.CommandID, ev.Action, ev.Scope, ev.Outcome), ev.Code, ev.Target, ev.Message)
 }
 
 // SendPolicy publishes a policy command to maint.policy.<scope key> with Nats-Msg-Id = its id

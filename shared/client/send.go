@@ -62,15 +62,21 @@ type OutcomeError struct {
 
 func (e *OutcomeError) Error() string {
 	ev := e.Event
-	s := fmt.Sprintf("command %s (%s) %s", ev.CommandID, ev.Task, ev.Outcome)
-	if ev.Code != "" {
-		s += ": " + string(ev.Code)
+	return describeOutcome(fmt.Sprintf("command %s (%s) %s", ev.CommandID, ev.Task, ev.Outcome), ev.Code, ev.Target, ev.Message)
+}
+
+// describeOutcome is an outcome's head followed by its error code, target and message, those
+// it has.
+func describeOutcome(head string, code domain.Code, target, message string) string {
+	s := head
+	if code != "" {
+		s += ": " + string(code)
 	}
-	if ev.Target != "" {
-		s += " (target " + ev.Target + ")"
+	if target != "" {
+		s += " (target " + target + ")"
 	}
-	if ev.Message != "" {
-		s += ": " + ev.Message
+	if message != "" {
+		s += ": " + message
 	}
 	return s
 }

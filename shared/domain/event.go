@@ -1,8 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -57,22 +55,10 @@ func OutcomeMsgID(commandID string, seq uint64) string {
 }
 
 // EncodeEvent marshals an event.
-func EncodeEvent(e Event) ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encode event: %w", err)
-	}
-	return b, nil
-}
+func EncodeEvent(e Event) ([]byte, error) { return encodeJSON("event", e) }
 
 // DecodeEvent unmarshals an event.
-func DecodeEvent(b []byte) (Event, error) {
-	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
-		return Event{}, fmt.Errorf("decode event: %w", err)
-	}
-	return e, nil
-}
+func DecodeEvent(b []byte) (Event, error) { return decodeJSON[Event]("event", b) }
 
 // Applied builds the outcome event of a command that moved the entity along tr.
 func Applied(c Command, tr Transition, at time.Time) Event {

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -97,19 +96,7 @@ func ParseNoticeID(id string) (key string, kind NoticeKind, series string, leadS
 }
 
 // EncodeNotice marshals a notice.
-func EncodeNotice(n Notice) ([]byte, error) {
-	b, err := json.Marshal(n)
-	if err != nil {
-		return nil, fmt.Errorf("encode notice: %w", err)
-	}
-	return b, nil
-}
+func EncodeNotice(n Notice) ([]byte, error) { return encodeJSON("notice", n) }
 
 // DecodeNotice unmarshals a notice.
-func DecodeNotice(b []byte) (Notice, error) {
-	var n Notice
-	if err := json.Unmarshal(b, &n); err != nil {
-		return Notice{}, fmt.Errorf("decode notice: %w", err)
-	}
-	return n, nil
-}
+func DecodeNotice(b []byte) (Notice, error) { return decodeJSON[Notice]("notice", b) }

@@ -35,21 +35,11 @@ type PolicyEvent struct {
 }
 
 // EncodePolicyEvent marshals a policy outcome event.
-func EncodePolicyEvent(e PolicyEvent) ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encode policy event: %w", err)
-	}
-	return b, nil
-}
+func EncodePolicyEvent(e PolicyEvent) ([]byte, error) { return encodeJSON("policy event", e) }
 
 // DecodePolicyEvent unmarshals a policy outcome event.
 func DecodePolicyEvent(b []byte) (PolicyEvent, error) {
-	var e PolicyEvent
-	if err := json.Unmarshal(b, &e); err != nil {
-		return PolicyEvent{}, fmt.Errorf("decode policy event: %w", err)
-	}
-	return e, nil
+	return decodeJSON[PolicyEvent]("policy event", b)
 }
 
 // HeaderPolicyMeta is the header of a policy revision in the bucket: its PolicyMeta, as JSON.

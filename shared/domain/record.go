@@ -191,13 +191,7 @@ func (r *Record) RememberSigned(id string, issued, horizon time.Time) {
 }
 
 // EncodeRecord marshals a record for the bucket.
-func EncodeRecord(r Record) ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encode record: %w", err)
-	}
-	return b, nil
-}
+func EncodeRecord(r Record) ([]byte, error) { return encodeJSON("record", r) }
 
 // DecodeRecord unmarshals a record from the bucket.
 func DecodeRecord(b []byte) (Record, error) {
