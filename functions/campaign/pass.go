@@ -122,7 +122,7 @@ func (p *pass) observe(ctx context.Context, evs []observed) {
 // reschedule, the window the record holds now.
 func (f *Function) observe(ctx context.Context, c *core.Campaign, set core.Settings, o observed, e core.Entity) core.Entity {
 	n := core.Observe(c, set, o.key, e, o.ev)
-	if o.ev.Task == policy.TaskReschedule && o.ev.Outcome == domain.OutcomeApplied && o.ev.Campaign != nil &&
+	if o.ev.Task == domain.TaskReschedule && o.ev.Outcome == domain.OutcomeApplied && o.ev.Campaign != nil &&
 		o.ev.Campaign.ID == c.ID && o.ev.Campaign.Generation == e.Generation {
 		if r, _, err := f.records.Get(ctx, o.key); err == nil && r.Window != nil {
 			w := *r.Window

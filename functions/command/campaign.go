@@ -11,7 +11,6 @@ import (
 
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/policy"
 )
 
 // campaignRules are the fleet campaigns' rules of a command, checked before the notice and the
@@ -49,14 +48,10 @@ type deadlines struct {
 	by map[string]time.Time
 }
 
-// of is the deadline a command must respect on rec: that of the campaign whose window rec
-// holds, for a Reschedule (a customer may not move a campaign's window past its deadline);
-// zero otherwise, or when the campaign is gone.
-func (d *deadlines) of(ctx context.Context, rec domain.Record, cmd domain.Command) (time.Time, error) {
-	if d == nil || cmd.Task != policy.TaskReschedule || rec.Campaign == nil {
-		return time.Time{}, nil
-	}
-	id := rec.Campaign.ID
+// Deadline is the deadline of campaign ref, as its bucket holds it (a customer's Reschedule
+// may not move a campaign's window past it); zero when the campaign is gone.
+func (d *deadlines) Deadline(ctx context.Context, ref domain.CampaignRef) (time.Time, error) {
+	id := ref.ID
 	d.mu.Lock()
 	t, ok := d.by[id]
 	d.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -56,6 +55,10 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 	if done, err := d.answered(ctx, key, cmd, msg); done || err != nil {
 		return err
 	}
+	pol, err := d.policyInForce(ctx, key, cmd, msg.Time)
+	if err != nil {
+		return err
+	}
 	// A first delivery may start from the record this replica wrote last (see Cache); a
 	// redelivery, a conflict or any outcome but applied reads the bucket.
 	fresh := msg.Delivered > 1
@@ -64,10 +67,11 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 		if err != nil {
 			return err
 		}
-		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered}
-		if dl.Deadline, err = d.deadlines.of(ctx, cur.Record, cmd); err != nil {
+		deadline, err := d.deadline(ctx, cur.Record, cmd)
+		if err != nil {
 			return err
 		}
+		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered, Policy: pol, Deadline: deadline}
 		dec := decide(cur.Record, cmd, dl, d.rules, d.now().UTC())
 		dec.Event.Revision = cur.Rev
 		if done, err := d.act(ctx, key, cmd, msg, cur, dec); done || err != nil {
@@ -89,10 +93,10 @@ func (d *Applier) act(ctx context.Context, key string, cmd domain.Command, msg f
 		return true, nil
 	case actRepublish:
 		log.Info("command applied before; publishing its outcome again")
-		return true, d.publish(ctx, key, eventMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
+		return true, d.publish(ctx, key, domain.OutcomeMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
 	case actDuplicate:
 		d.metrics.command(ctx, domain.OutcomeDuplicate, "")
-		return true, d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
+		return true, d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
 	case actReject:
 		return true, d.rejected(ctx, key, cmd, dec.Event)
 	}
@@ -122,7 +126,7 @@ func (d *Applier) commit(ctx context.Context, key string, cmd domain.Command, ms
 	d.metrics.transition(ctx, dec.Transition, cmd.Task)
 	d.metrics.command(ctx, domain.OutcomeApplied, "")
 	log.Info("command applied", "task", cmd.Task, "from", dec.Transition.From, "to", dec.Transition.To, "outcome", domain.OutcomeApplied, "revision", newRev)
-	return true, d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq), dec.Event)
+	return true, d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 }
 
 // answered reports whether a redelivered command already has its outcome: events of an entity
@@ -173,11 +177,14 @@ func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Comman
 		}
 	}
 	cmd, rej := domain.DecodeCommand(msg.Data, key, msgID)
+	if rej == nil {
+		rej = domain.CheckResourceIDPattern(cmd, d.idPattern)
+	}
 	if rej != nil {
 		return cmd, rej
 	}
 	if d.auth != nil {
-		if rej := d.auth.Authorize(signer, cmd.Task); rej != nil {
+		if rej := d.auth.Authorize(signer, cmd); rej != nil {
 			cmd.Actor = ""
 			return cmd, rej
 		}
@@ -218,7 +225,7 @@ func (d *Applier) reject(ctx context.Context, key string, msg function.Message, 
 func (d *Applier) rejected(ctx context.Context, key string, cmd domain.Command, ev domain.Event) error {
 	d.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
 	d.log.Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
-	return d.publish(ctx, key, eventMsgID(cmd.ID, ev.CommandSeq), ev)
+	return d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, ev.CommandSeq), ev)
 }
 
 // deadLetter publishes the outcome of a command the runtime gave up on (decideDeadLetter).
@@ -245,7 +252,7 @@ func (d *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 	}
 	dec.Event.Revision = rev
 	d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
-	return d.publish(ctx, key, eventMsgID(cmd.ID, msg.Seq)+":dlq", dec.Event)
+	return d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", dec.Event)
 }
 
 // republish publishes again the outcome of the command that wrote rec at revision rev: the very
@@ -253,7 +260,7 @@ func (d *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 func (d *Applier) republish(ctx context.Context, key string, rec domain.Record, rev uint64) error {
 	ev := *rec.LastEvent
 	ev.Revision = rev
-	return d.publish(ctx, key, eventMsgID(ev.CommandID, ev.CommandSeq), ev)
+	return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
 }
 
 // readError classifies a failed record read: a record that does not decode will not decode on
@@ -266,26 +273,12 @@ func readError(err error) error {
 	return fmt.Errorf("read record: %w", err)
 }
 
-// eventMsgID is the de-duplication id of a command's outcome event: the command id and its
-// stream sequence, the same on every redelivery of that stored command (so the events stream
-// keeps one copy) and different for a copy of the command stored again later. A body without a
-// readable id is named by its sequence alone.
-func eventMsgID(commandID string, seq uint64) string {
-	if domain.ValidID(commandID) {
-		return commandID + ":" + strconv.FormatUint(seq, 10)
-	}
-	return "seq-" + strconv.FormatUint(seq, 10)
-}
-
 func (d *Applier) publish(ctx context.Context, key, msgID string, ev domain.Event) error {
 	b, err := domain.EncodeEvent(ev)
 	if err != nil {
 		return function.Permanent(err)
 	}
-	out := nats.NewMsg(domain.EventSubject(key))
-	out.Data = b
-	out.Header.Set(domain.HeaderMsgID, msgID)
-	domain.SetCloudEventHeaders(out.Header, domain.OutcomeCEType(ev.Outcome), msgID, ev.ResourceID, ev.At)
+	out := function.EventMsg(domain.EventSubject(key), msgID, domain.OutcomeCEType(ev.Outcome), ev.ResourceID, ev.At, b)
 	if _, err := d.events.PublishMsg(ctx, out); err != nil {
 		return fmt.Errorf("publish outcome event: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,13 @@ type Config struct {
 	// MinNotice is the notice policy: a Pending whose window starts sooner than this after
 	// the command was stored is refused unless forced; 0: no minimum.
 	MinNotice time.Duration
+	// ResourceIDPattern, when set, refuses commands whose resource ID it does not match
+	// (domain.CheckResourceIDPattern).
+	ResourceIDPattern *regexp.Regexp
+
+	// Deadlines finds the deadline of the campaign whose window a Reschedule moves (nil: the
+	// campaigns bucket's, read once per campaign).
+	Deadlines Deadlines
 
 	// Records and Events replace the bucket and the event publisher (fault injection in tests).
 	Records Records
@@ -71,7 +79,7 @@ var ErrInvalidConfig = errors.New("invalid command config")
 // Authority checks command signatures.
 type Authority interface {
 	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
-	Authorize(s *signing.Signer, t domain.Task) *domain.Rejection
+	Authorize(s *signing.Signer, c domain.Command) *domain.Rejection
 	Requires() bool
 }
 

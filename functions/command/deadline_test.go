@@ -9,12 +9,11 @@ import (
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
-	"maintsignals/shared/policy"
 	"maintsignals/test/testenv"
 )
 
 // The deadline a customer's Reschedule must respect is that of the campaign whose window the
-// record holds, read from the campaigns bucket once; none for other commands or campaigns gone.
+// record holds, read from the campaigns bucket; none for a campaign gone.
 func TestDeadlines_OfTheRecordsCampaign(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
@@ -34,21 +33,17 @@ func TestDeadlines_OfTheRecordsCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	of := command.DeadlineOf(env.JS)
-	held := domain.Record{State: domain.StatePending, Campaign: &domain.CampaignRef{ID: "pucm", Generation: 1}}
-	gone := domain.Record{State: domain.StatePending, Campaign: &domain.CampaignRef{ID: "gone", Generation: 1}}
 	for _, tc := range []struct {
-		rec  domain.Record
-		task domain.Task
+		ref  domain.CampaignRef
 		want string
 	}{
-		{held, policy.TaskReschedule, "2027-01-15T00:00:00Z"},
-		{held, domain.TaskPending, ""},
-		{gone, policy.TaskReschedule, ""},
-		{domain.Record{State: domain.StatePending}, policy.TaskReschedule, ""},
+		{domain.CampaignRef{ID: "pucm", Generation: 1}, "2027-01-15T00:00:00Z"},
+		{domain.CampaignRef{ID: "pucm", Generation: 1}, "2027-01-15T00:00:00Z"}, // kept from the first read
+		{domain.CampaignRef{ID: "gone", Generation: 1}, ""},
 	} {
-		got, err := of(ctx, tc.rec, domain.Command{Task: tc.task})
+		got, err := of(ctx, tc.ref)
 		if err != nil || (tc.want == "") != got.IsZero() || tc.want != "" && got.Format(time.RFC3339) != tc.want {
-			t.Errorf("%+v %s: %s %v, want %q", tc.rec.Campaign, tc.task, got, err, tc.want)
+			t.Errorf("%+v: %s %v, want %q", tc.ref, got, err, tc.want)
 		}
 	}
 }

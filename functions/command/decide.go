@@ -1,10 +1,10 @@
 package command
 
 import (
-	"fmt"
 	"time"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
 )
 
 // action is what the handler does with a command once it is decided.
@@ -37,8 +37,10 @@ type delivery struct {
 	StoredAt time.Time // when the stream stored it: the command's time for every time-based rule
 	// Remembered: the record is this replica's copy of its own last write, not a fresh read.
 	Remembered bool
-	// Deadline is the deadline of the campaign whose window the record holds, for a
-	// customer's Reschedule (zero: no campaign, or not a Reschedule).
+	// Policy is the customer's policy in force for the entity when the command was stored
+	// (nil: none, or the task is one no policy refuses); see policyInForce.
+	Policy *policy.Policy
+	// Deadline is the deadline of the campaign whose window a Reschedule moves (zero: none).
 	Deadline time.Time
 }
 
@@ -47,15 +49,12 @@ type settings struct {
 	// Admission limits how often an entity's record changes.
 	Admission domain.Admission
 	// MaxCommandAge is how long after it was issued a signed command is still accepted, by the
-	// time the stream stored it; one issued more than maxFutureSkew after that is refused too.
+	// time the stream stored it; one issued more than domain.MaxFutureSkew after that is refused too.
 	MaxCommandAge time.Duration
 	// MinNotice is the notice policy (domain.CheckNotice): a Pending whose window starts
 	// sooner than this after the command was stored is refused unless forced; 0: none.
 	MinNotice time.Duration
 }
-
-// maxFutureSkew is how far ahead of the stream's clock a signed command's issuedAt may be.
-const maxFutureSkew = time.Minute
 
 // decision is the outcome of one command on one record.
 type decision struct {
@@ -104,15 +103,16 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	case rej != nil:
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "campaign rules"}
 	}
-	if rej := domain.CheckNotice(cmd, d.StoredAt, rules.MinNotice); rej != nil {
-		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "too little notice"}
+	verdict := enforcePolicy(cmd, d, rules)
+	if verdict.Rejection != nil {
+		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, verdict.Rejection, at), Why: "refused by the notice or the policy in force"}
 	}
 	adm := rules.Admission
 	tokens, ok := adm.Admit(rec, d.StoredAt)
 	if !ok {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, domain.TooMany(), at), Why: "over the entity's admission"}
 	}
-	next, tr, rej := domain.Apply(rec, cmd, at)
+	next, tr, rej := transition(rec, cmd, d, at)
 	if rej != nil {
 		return decision{Action: actReject, Event: domain.Rejected(cmd, rec.State, rej, at), Why: "not allowed"}
 	}
@@ -120,7 +120,7 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 		next.Campaign = ref
 	}
 	ev := domain.Applied(cmd, tr, at)
-	ev.CommandSeq, ev.Campaign = d.Seq, domain.EventCampaign(rec, next)
+	ev.CommandSeq, ev.Campaign, ev.Override = d.Seq, domain.EventCampaign(rec, next), verdict.Override
 	next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
 	next.Remember(cmd.ID)
 	next.LastEvent = &ev
@@ -128,8 +128,8 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 		next.AdmitTokens, next.AdmitAt = tokens, later(d.StoredAt, rec.AdmitAt)
 	}
 	// Past the horizon no signed command is accepted (by its stored time), so its id need not
-	// be remembered; the skew keeps a stream clock that steps back a little on the safe side.
-	horizon := d.StoredAt.Add(-rules.MaxCommandAge - maxFutureSkew)
+	// be remembered.
+	horizon := domain.SignedHorizon(d.StoredAt, rules.MaxCommandAge)
 	if cmd.SignerKey != "" {
 		issued, _ := cmd.Issued()
 		next.RememberSigned(cmd.ID, issued, horizon)
@@ -186,24 +186,7 @@ func signedOnce(rec domain.Record, cmd domain.Command, storedAt time.Time, maxAg
 	if cmd.SignerKey == "" {
 		return nil
 	}
-	issued, ok := cmd.Issued()
-	switch {
-	case !ok:
-		return unauthorized("expired: a signed command must carry issuedAt inside the signed body")
-	case storedAt.Sub(issued) > maxAge:
-		return unauthorized("expired: issued at %s, more than %s before it was stored at %s", cmd.IssuedAt, maxAge, storedAt.UTC().Format(time.RFC3339))
-	case issued.Sub(storedAt) > maxFutureSkew:
-		return unauthorized("expired: issued at %s, more than %s ahead of the stream's clock (%s)", cmd.IssuedAt, maxFutureSkew, storedAt.UTC().Format(time.RFC3339))
-	}
-	if forgotten := rec.SignedForgottenUpTo(); !issued.After(forgotten) {
-		return unauthorized("expired: issued at %s, no later than %s, the newest signed command this entity no longer remembers (it remembers at most %d within the command age); sign a new command",
-			cmd.IssuedAt, forgotten.UTC().Format(time.RFC3339Nano), domain.MaxSignedIDs)
-	}
-	return nil
-}
-
-func unauthorized(format string, args ...any) *domain.Rejection {
-	return &domain.Rejection{Code: domain.CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
+	return domain.CheckSigned(cmd.IssuedAt, storedAt, maxAge, rec.SignedForgottenUpTo())
 }
 
 // appliedLast reports whether the record was last written by this very stored command.

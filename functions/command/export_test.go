@@ -10,6 +10,6 @@ import (
 )
 
 // DeadlineOf is the campaigns' deadlines as the handler reads them, for the tests.
-func DeadlineOf(js jetstream.JetStream) func(context.Context, domain.Record, domain.Command) (time.Time, error) {
-	return (&deadlines{js: js}).of
+func DeadlineOf(js jetstream.JetStream) func(context.Context, domain.CampaignRef) (time.Time, error) {
+	return (&deadlines{js: js}).Deadline
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -29,13 +30,17 @@ type Applier struct {
 	// auth checks command signatures; nil accepts every command unsigned.
 	auth  Authority
 	rules settings
+	// idPattern restricts resource IDs (nil: any).
+	idPattern *regexp.Regexp
 	// answers finds the last outcome event of an entity, so that a redelivered command that
 	// already has its outcome is not judged again.
 	answers answers
 	// cache remembers records this replica wrote; nil reads every record from the bucket.
 	cache *cache
-	// deadlines are the campaigns' deadlines, which a customer's Reschedule must end by.
-	deadlines *deadlines
+	// policies is the replica's view of the policies bucket; deadlines the campaigns' (nil:
+	// no deadline).
+	policies  policies
+	deadlines Deadlines
 
 	// What the runtime needs besides the handler.
 	consumers  []string
@@ -74,16 +79,23 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 	if err != nil {
 		return nil, fmt.Errorf("command function: stream %s: %w (run `maintctl provision`)", domain.EventsStream, err)
 	}
+	view, err := store.OpenPolicies(ctx, js, cfg.Log)
+	if err != nil {
+		return nil, fmt.Errorf("command function: %w", err)
+	}
 	if cfg.Auth == nil || !cfg.Auth.Requires() {
 		cfg.Log.Warn("commands are accepted unsigned: anyone who may publish commands can change any signal; run with --signers FILE --require-signatures in production")
 	}
 	d := &Applier{
 		records: cfg.Records, events: cfg.Events, metrics: m, log: cfg.Log.With("function", "command"),
-		now: time.Now, auth: cfg.Auth, answers: lastEvents{events},
+		now: time.Now, auth: cfg.Auth, answers: lastEvents{events}, idPattern: cfg.ResourceIDPattern,
 		rules: settings{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
-		cache: newCache(cacheSize), deadlines: &deadlines{js: js},
+		cache: newCache(cacheSize), policies: view, deadlines: cfg.Deadlines,
 
 		consumers: consumers, maxDeliver: cfg.MaxDeliver, runtimeLog: cfg.Log, meters: cfg.Meters,
+	}
+	if d.deadlines == nil {
+		d.deadlines = &deadlines{js: js}
 	}
 	return d, nil
 }

@@ -41,11 +41,11 @@ type batch struct {
 	attrs []*commonpb.KeyValue
 	ids   []idAttr
 
-	status, compat, winStart, winEnd, stateStart, entitiesByState, overdue, stuck []*metricpb.NumberDataPoint
+	status, compat, winStart, winEnd, stateStart, entitiesByState, overdue, stuck, conflicts []*metricpb.NumberDataPoint
 
-	m       [8]metricpb.Metric
-	g       [8]metricpb.Gauge
-	mg      [8]metricpb.Metric_Gauge
+	m       [9]metricpb.Metric
+	g       [9]metricpb.Gauge
+	mg      [9]metricpb.Metric_Gauge
 	metrics []*metricpb.Metric
 	sm      metricpb.ScopeMetrics
 }
@@ -65,7 +65,7 @@ func newBatch(maxPts int) *batch {
 func (b *batch) reset(shard int) {
 	b.shard, b.entities, b.first, b.last, b.bytes = shard, 0, place{}, false, requestOverhead
 	b.pts, b.dbls, b.attrs, b.ids = b.pts[:0], b.dbls[:0], b.attrs[:0], b.ids[:0]
-	for _, l := range []*[]*metricpb.NumberDataPoint{&b.status, &b.compat, &b.winStart, &b.winEnd, &b.stateStart, &b.entitiesByState, &b.overdue, &b.stuck} {
+	for _, l := range []*[]*metricpb.NumberDataPoint{&b.status, &b.compat, &b.winStart, &b.winEnd, &b.stateStart, &b.entitiesByState, &b.overdue, &b.stuck, &b.conflicts} {
 		*l = (*l)[:0]
 	}
 }
@@ -137,6 +137,7 @@ func (b *batch) seal() *metricpb.ScopeMetrics {
 	add(MetricEntities, descEntities, "{entity}", b.entitiesByState)
 	add(MetricOverdue, descOverdue, "{entity}", b.overdue)
 	add(MetricStuck, descStuck, "{entity}", b.stuck)
+	add(MetricConflicts, descConflicts, "{entity}", b.conflicts)
 	b.sm.Scope, b.sm.Metrics = scope, b.metrics
 	return &b.sm
 }
@@ -163,9 +164,13 @@ type batcher struct {
 	entities int
 	points   int
 	// overdue and stuck count the emitted entities Pending past their window, and updating
-	// for longer than the stuck limit.
-	overdue, stuck int64
+	// for longer than the stuck limit; conflicts those whose window a customer's policy,
+	// changed since, no longer allows (the run counts them: conflict).
+	overdue, stuck, conflicts int64
 }
+
+// conflict counts an emitted entity whose window is in conflict with its policy.
+func (b *batcher) conflict() { b.conflicts++ }
 
 func newBatcher(shard int, sh domain.Shard, now time.Time, cfg Config, get func() *batch) *batcher {
 	return &batcher{
@@ -255,6 +260,7 @@ func (b *batcher) finish(at place) *batch {
 	}
 	c.intPoint(&c.overdue, b.ns, b.overdue, b.shardKV)
 	c.intPoint(&c.stuck, b.ns, b.stuck, b.shardKV)
+	c.intPoint(&c.conflicts, b.ns, b.conflicts, b.shardKV)
 	c.last = true
 	b.points += fleetPoints
 	return c

@@ -56,6 +56,7 @@ func TestBatch_BuildsThePointsOfTheContractAndIsReusedSafely(t *testing.T) {
 	}
 	b := newBatcher(0, domain.Shard{Index: 2, Of: 4}, now, cfg, get)
 	b.add("/c/A", 1, domain.Record{State: domain.StatePending, Window: win, StateSince: time.Unix(1_799_999_000, 0)}, place{1, 10})
+	b.conflict()
 	first := b.finish(place{2, 0})
 	raw, err := proto.Marshal(first.seal())
 	if err != nil {
@@ -63,6 +64,7 @@ func TestBatch_BuildsThePointsOfTheContractAndIsReusedSafely(t *testing.T) {
 	}
 	ns := fmt.Sprint(now.UnixNano())
 	want := []string{
+		"cluster.maintenance.conflicts{cluster.maintenance.emitter.shard=2} {entity} 1 @" + ns,
 		"cluster.maintenance.entities{cluster.maintenance.emitter.shard=2,cluster.maintenance.state=customer_action_needed} {entity} 0 @" + ns,
 		"cluster.maintenance.entities{cluster.maintenance.emitter.shard=2,cluster.maintenance.state=none} {entity} 0 @" + ns,
 		"cluster.maintenance.entities{cluster.maintenance.emitter.shard=2,cluster.maintenance.state=pending} {entity} 1 @" + ns,

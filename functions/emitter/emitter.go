@@ -60,6 +60,9 @@ type Emitter struct {
 	from atomic.Uint64
 	// pool keeps request arenas from run to run.
 	pool chan *batch
+	// policies is the view of the customers' policies, synced at the start of each run: the
+	// entities whose window one conflicts with (cluster.maintenance.conflicts).
+	policies *store.Policies
 }
 
 // New prepares an emitter on the provisioned bucket and shard consumers.
@@ -84,9 +87,13 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 	if err != nil {
 		return nil, err
 	}
+	view, err := store.OpenPolicies(ctx, js, log)
+	if err != nil {
+		return nil, fmt.Errorf("emitter: %w", err)
+	}
 	e := &Emitter{
 		cfg: cfg, store: st, tel: tel, log: log, health: h,
-		runtime: tel.MeterProvider(), shards: shards, pool: make(chan *batch, 8),
+		runtime: tel.MeterProvider(), shards: shards, pool: make(chan *batch, 8), policies: view,
 	}
 	e.coalesce = &function.Coalesce[Result]{Window: cfg.gatherWindow(), Run: e.run}
 	return e, nil
@@ -206,6 +213,10 @@ func (e *Emitter) run(ctx context.Context, at time.Time, shards []domain.Shard) 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
 	defer cancel()
+	if err := e.policies.Sync(ctx); err != nil {
+		// The conflicts are counted on the view as it stands; the next run catches up.
+		e.log.Warn("policies not caught up; conflicts counted on the view as it is", "err", err)
+	}
 	r := e.newRun(ctx, cancel, at, shards)
 	r.sweep(e.from.Load())
 	if next, ok := r.stoppedAt(); ok {

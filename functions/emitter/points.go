@@ -24,6 +24,9 @@ const (
 	// Fleet gauges, per shard (AttrShard), without an entity attribute: readers sum them.
 	MetricOverdue = "cluster.maintenance.overdue"
 	MetricStuck   = "cluster.maintenance.stuck"
+	// MetricConflicts counts the entities whose announced window a customer's policy, changed
+	// since, no longer allows (customers' maintenance policies).
+	MetricConflicts = "cluster.maintenance.conflicts"
 
 	AttrResourceID = "cloud.resource_id"
 	AttrState      = "cluster.maintenance.state"
@@ -47,6 +50,7 @@ const (
 	descEntities    = "Entities per maintenance state in one shard, counting the entities emitted in this run."
 	descOverdue     = "Entities of one shard still Pending after their announced window ended."
 	descStuck       = "Entities of one shard whose update has been in progress for longer than the stuck limit."
+	descConflicts   = "Entities of one shard whose announced window a customer's policy, changed since, no longer allows."
 )
 
 // pointsPerEntity is the most points one entity contributes: one status point per state, one
@@ -56,8 +60,9 @@ var pointsPerEntity = len(domain.States) + 1 + timePoints
 // timePoints is the most time points of one entity.
 const timePoints = 3
 
-// fleetPoints are the points of the fleet view of a shard: one per state, overdue and stuck.
-var fleetPoints = len(domain.States) + 2
+// fleetPoints are the points of the fleet view of a shard: one per state, overdue, stuck and
+// conflicts.
+var fleetPoints = len(domain.States) + 3
 
 var scope = &commonpb.InstrumentationScope{Name: ScopeName}
 
@@ -93,9 +98,10 @@ const (
 func stateIndex(s domain.State) int { return slices.Index(domain.States, s) }
 
 // emitted reports whether a record in a valid state is part of the emission at now: every
-// state but None always, None for the retention period after the entity got there.
+// state but None always, None for the retention period after the entity got there; a
+// forgotten entity never.
 func emitted(r domain.Record, now time.Time, retention time.Duration) bool {
-	return r.State != domain.StateNone || now.Sub(r.StateSince) < retention
+	return !r.Forgotten() && (r.State != domain.StateNone || now.Sub(r.StateSince) < retention)
 }
 
 // unixSeconds is t in Unix seconds, with its fraction.

@@ -19,15 +19,16 @@ func TestEmit_RunsThatStopShortStartWhereTheLastStopped(t *testing.T) {
 	env := testenv.Start(t, testenv.WithTick(time.Minute))
 	r := otlpreceiver.Start(t)
 	fill(t, env, entities, fleetID)
-	// About ten entities a request, two requests at a time, each held 150 ms: a run of 400 ms
-	// sends a quarter to a half of the fleet.
+	// About ten entities a request, two requests at a time, each held 600 ms: a run of 2 s
+	// sends a quarter to a half of the fleet. (The timeout leaves a loaded machine, or the race
+	// detector, room to send the whole fleet once the collector is quick.)
 	e, err := emitter.New(testenv.Context(t, 5*time.Second), env.JS, newTelemetry(t, r, otlpreceiver.GRPC),
-		emitter.Config{BatchSize: 60, ExportTimeout: 400 * time.Millisecond, Logger: testenv.Quiet()})
+		emitter.Config{BatchSize: 60, ExportTimeout: 2 * time.Second, Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	r.SetDelay(150 * time.Millisecond)
+	r.SetDelay(600 * time.Millisecond)
 
 	sent := map[string]int{}
 	for run := 1; run <= 16 && len(sent) < entities; run++ {
@@ -67,7 +68,7 @@ func TestEmit_RunsThatStopShortStartWhereTheLastStopped(t *testing.T) {
 	}
 
 	// With the collector quick again, a run sends the whole shard. A loaded machine may still
-	// cut a run short at the 400 ms timeout; that one starts the next where it stopped too, so
+	// cut a run short at the 2 s timeout; that one starts the next where it stopped too, so
 	// a few runs are allowed before one must cover it all.
 	r.SetDelay(0)
 	var last string

@@ -136,6 +136,9 @@ func (r *run) entry(en store.Entry, derr error) error {
 		// A record always carries its ID; the key still names the entity if one does not.
 		id, _ = domain.DecodeKey(en.Key)
 	}
+	if why, _, _ := r.e.policies.Conflict(en.Key, en.Record, sr.b.now); why != "" {
+		sr.b.conflict()
+	}
 	if full := sr.b.add(id, si, en.Record, place{ord: r.ord, rev: en.Revision}); full != nil {
 		return r.send(full)
 	}

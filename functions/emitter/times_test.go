@@ -132,3 +132,35 @@ func TestEmitter_UpdateBecomesStuckAfterTheLimit(t *testing.T) {
 		t.Errorf("stuck = %g %s after the start, want 1", got, runTime(e).Sub(started))
 	}
 }
+
+// TestEmitter_CountsConflicts: the entities whose announced window a policy, set after the
+// announcement, no longer allows are counted each tick, per shard (summed here), and no longer
+// once the policy allows them again; a window announced after the policy is no conflict.
+func TestEmitter_CountsConflicts(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.WithTick(time.Second))
+	r := otlpreceiver.Start(t)
+	st := openStore(t, env.JS)
+	startEmitter(t, env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{ExportTimeout: 800 * time.Millisecond}, nil, "a")
+	day := time.Now().UTC().Add(10 * 24 * time.Hour).Truncate(24 * time.Hour)
+	w := &domain.Window{Start: day.Add(2 * time.Hour), End: day.Add(6 * time.Hour)}
+	announced := time.Now().Add(-time.Hour)
+	for i := range 7 {
+		put(t, st, domain.Record{ResourceID: aroID("conflicts", i), State: domain.StatePending, Window: w, StateSince: announced, LastCommandAt: announced})
+	}
+	scope := "/subscriptions/conflicts"
+	setPolicy := func(doc string) { testenv.PutPolicy(t, env.JS, scope, doc) }
+	if got := fleetValue(t, awaitRunAfter(t, r, time.Now(), 5*time.Second), emitter.MetricConflicts); got != 0 {
+		t.Fatalf("conflicts = %g before any policy", got)
+	}
+	setPolicy(fmt.Sprintf(`"blackouts": [{"start": %q, "end": %q}]`, day.Format(time.DateOnly), day.AddDate(0, 0, 1).Format(time.DateOnly)))
+	// One more announced after the blackout: judged by it, no conflict.
+	put(t, st, domain.Record{ResourceID: aroID("conflicts", 7), State: domain.StatePending, Window: w, StateSince: time.Now(), LastCommandAt: time.Now().Add(time.Second)})
+	if got := fleetValue(t, awaitRunAfter(t, r, time.Now(), 5*time.Second), emitter.MetricConflicts); got != 7 {
+		t.Errorf("conflicts = %g under the blackout, want 7", got)
+	}
+	setPolicy("")
+	if got := fleetValue(t, awaitRunAfter(t, r, time.Now(), 5*time.Second), emitter.MetricConflicts); got != 0 {
+		t.Errorf("conflicts = %g once the policy is deleted, want 0", got)
+	}
+}

@@ -90,7 +90,7 @@ func ParseLadder(s string) ([]time.Duration, error) {
 		if f == "" {
 			continue
 		}
-		d, err := time.ParseDuration(f)
+		d, err := domain.ParseDuration(f)
 		if err != nil {
 			return nil, fmt.Errorf("%w: reminder lead %q: %w", ErrInvalidConfig, f, err)
 		}
@@ -99,18 +99,11 @@ func ParseLadder(s string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// FormatLadder is the inverse of ParseLadder.
+// FormatLadder is the inverse of ParseLadder, in days where whole ("14d,7d,1d").
 func FormatLadder(l []time.Duration) string {
 	parts := make([]string, len(l))
 	for i, d := range l {
-		switch {
-		case d%time.Hour == 0:
-			parts[i] = fmt.Sprintf("%dh", d/time.Hour)
-		case d%time.Minute == 0:
-			parts[i] = fmt.Sprintf("%dm", d/time.Minute)
-		default:
-			parts[i] = d.String()
-		}
+		parts[i] = domain.FormatDays(d)
 	}
 	return strings.Join(parts, ",")
 }

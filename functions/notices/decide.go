@@ -87,6 +87,8 @@ func digest(parts ...string) string {
 func stage(key string, r domain.Record, now time.Time, ladder []time.Duration, stuckAfter time.Duration) (domain.Notice, bool) {
 	n := domain.Notice{ResourceID: r.ResourceID, State: r.State, Window: r.Window, StateSince: r.StateSince, At: now}
 	switch {
+	case r.Forgotten():
+		return domain.Notice{}, false
 	case r.Updating:
 		if !r.Stuck(now, stuckAfter) {
 			return domain.Notice{}, false

@@ -99,8 +99,11 @@ func TestSeries_NewWindowNewSeriesSameWindowSameSeries(t *testing.T) {
 
 func TestConfig_Ladder(t *testing.T) {
 	c, err := notices.Config{}.WithDefaults()
-	if err != nil || notices.FormatLadder(c.Remind) != "336h,168h,24h" {
+	if err != nil || notices.FormatLadder(c.Remind) != "14d,7d,1d" {
 		t.Fatalf("default ladder %v (%v)", c.Remind, err)
+	}
+	if l, err := notices.ParseLadder("2w,7d,24h"); err != nil || notices.FormatLadder(l) != "14d,7d,1d" {
+		t.Fatalf("ladder in weeks, days and hours: %v (%v)", l, err)
 	}
 	l, err := notices.ParseLadder("2s, 10s,2s")
 	if err != nil {

@@ -35,7 +35,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -64,7 +63,11 @@ type Notifier struct {
 	// that is stored stays stored, so when known already covers an entity's current stage the
 	// run needs no read. It only saves reads; the stream decides.
 	mu    sync.Mutex
-	known map[string]sent
+	known map[string]memo
+
+	// policies is the view of the customers' policies, synced at the start of each run: the
+	// conflicts of announced windows with them.
+	policies *store.Policies
 
 	// shards are the shard consumers provisioning created; a replica holding several reads
 	// the bucket once for them.
@@ -112,9 +115,13 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	if err != nil {
 		return nil, fmt.Errorf("notices: %w", err)
 	}
+	view, err := store.OpenPolicies(ctx, js, log)
+	if err != nil {
+		return nil, fmt.Errorf("notices: %w", err)
+	}
 	n := &Notifier{
 		cfg: cfg, js: js, store: st, stream: s, count: count, log: log,
-		known: map[string]sent{}, shards: shards,
+		known: map[string]memo{}, shards: shards, policies: view,
 	}
 	n.coalesce = &function.Coalesce[runResult]{
 		Window: min(100*time.Millisecond, cfg.runTimeout()/20),
@@ -200,7 +207,11 @@ func (n *Notifier) RunShards(ctx context.Context, shards []domain.Shard) (Result
 func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.Shard) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.runTimeout())
 	defer cancel()
-	r := &noticesRun{n: n, ctx: ctx, now: now, known: n.snapshot(), learned: map[string]sent{}, work: make(chan entry, workers)}
+	if err := n.policies.Sync(ctx); err != nil {
+		// The conflicts are judged on the view as it stands; the next run catches up.
+		n.log.Warn("policies not caught up; conflicts judged on the view as it is", "err", err)
+	}
+	r := &noticesRun{n: n, ctx: ctx, now: now, known: n.snapshot(), learned: map[string]memo{}, work: make(chan entry, workers)}
 	r.holds = func(_ string, h uint64) bool {
 		return slices.ContainsFunc(shards, func(s domain.Shard) bool { return s.HoldsHash(h) })
 	}
@@ -239,7 +250,7 @@ type noticesRun struct {
 	ctx     context.Context
 	now     time.Time
 	holds   func(string, uint64) bool
-	known   map[string]sent
+	known   map[string]memo
 	work    chan entry
 	wg      sync.WaitGroup
 	ord     int
@@ -247,7 +258,7 @@ type noticesRun struct {
 
 	mu      sync.Mutex
 	res     Result
-	learned map[string]sent
+	learned map[string]memo
 	errs    []error
 	first   *place // the first entity (in sweep order) whose notice may not be out
 }
@@ -267,18 +278,19 @@ func (r *noticesRun) entry(e store.Entry, derr error) error {
 		id, _ = domain.DecodeKey(e.Key)
 		e.Record.ResourceID = id
 	}
-	nt, ok := stage(e.Key, e.Record, r.now, r.n.cfg.Remind, r.n.cfg.StuckAfter)
-	if !ok {
+	nt, hasLife := stage(e.Key, e.Record, r.now, r.n.cfg.Remind, r.n.cfg.StuckAfter)
+	c, hasConflict := conflictOf(r.n.policies, e.Key, e.Record, r.now)
+	if !hasLife && !hasConflict {
 		return nil
 	}
-	if s, ok := r.known[e.Key]; ok && covers(s, nt) {
-		r.learn(e.Key, s)
+	if m, ok := r.known[e.Key]; ok && m.covers(nt, hasLife, c, hasConflict) {
+		r.learn(e.Key, m)
 		return nil
 	}
 	r.mu.Lock()
 	r.res.Due++
 	r.mu.Unlock()
-	en := entry{key: e.Key, rec: e.Record, at: place{ord: r.ord, rev: e.Revision}}
+	en := entry{key: e.Key, rec: e.Record, at: place{ord: r.ord, rev: e.Revision}, conflict: c, hasConflict: hasConflict}
 	select {
 	case r.work <- en:
 		return nil
@@ -296,14 +308,12 @@ func (r *noticesRun) deliverAll() {
 			r.undone(e.at)
 			continue
 		}
-		s, reads, published, err := r.n.deliver(r.ctx, e.key, e.rec, r.now)
+		m, reads, published, err := r.n.deliver(r.ctx, e, r.now)
 		r.mu.Lock()
 		r.res.Read += reads
-		if published {
-			r.res.Published++
-		}
-		if s != nil {
-			r.learned[e.key] = *s
+		r.res.Published += published
+		if m != nil {
+			r.learned[e.key] = *m
 		}
 		r.mu.Unlock()
 		if err != nil {
@@ -313,7 +323,7 @@ func (r *noticesRun) deliverAll() {
 	}
 }
 
-func (r *noticesRun) learn(key string, s sent) {
+func (r *noticesRun) learn(key string, s memo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.learned[key] = s
@@ -337,9 +347,12 @@ type entry struct {
 	key string
 	rec domain.Record
 	at  place
+	// conflict is the entity's conflict notice, when hasConflict.
+	conflict    domain.Notice
+	hasConflict bool
 }
 
-func (n *Notifier) snapshot() map[string]sent {
+func (n *Notifier) snapshot() map[string]memo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.known
@@ -348,10 +361,10 @@ func (n *Notifier) snapshot() map[string]sent {
 // update keeps what a run learned of the entities of its shards (held) that have a stage now;
 // the others have nothing due and need no memory. A run that did not read all of its shards
 // forgets nothing it did not see.
-func (n *Notifier) update(held func(string, uint64) bool, learned map[string]sent, complete bool) {
+func (n *Notifier) update(held func(string, uint64) bool, learned map[string]memo, complete bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	next := make(map[string]sent, len(n.known))
+	next := make(map[string]memo, len(n.known))
 	for k, s := range n.known {
 		if !complete || !held(k, domain.KeyHash(k)) {
 			next[k] = s
@@ -365,80 +378,92 @@ func (n *Notifier) update(held func(string, uint64) bool, learned map[string]sen
 // race means another replica stored a notice of the entity, so a few settle it.
 const maxConflicts = 5
 
-// deliver publishes the entity's due notice unless the stream already has it, and returns
-// what is stored last for the entity as far as it knows (nil if it cannot tell).
-func (n *Notifier) deliver(ctx context.Context, key string, rec domain.Record, now time.Time) (last *sent, reads int, published bool, err error) {
-	subject := domain.NoticeSubject(key)
+// deliver publishes the entity's due notices (its lifecycle stage, then its conflict) unless
+// the stream already has them, and returns what is stored last for the entity as far as it
+// knows (nil if it cannot tell).
+func (n *Notifier) deliver(ctx context.Context, e entry, now time.Time) (last *memo, reads, published int, err error) {
+	subject := domain.NoticeSubject(e.key)
 	for range maxConflicts {
-		var seq uint64
-		last, seq, err = n.last(ctx, subject)
+		m, seq, err := n.last(ctx, subject)
 		reads++
 		if err != nil {
-			return nil, reads, false, err
+			return nil, reads, published, err
 		}
-		nt, ok := decide(key, rec, now, n.cfg.Remind, n.cfg.StuckAfter, last)
-		if !ok {
-			return last, reads, false, nil // already stored
-		}
-		if h := n.hooks.beforePublish; h != nil {
-			if err := h(nt); err != nil {
-				return nil, reads, false, err
+		for {
+			nt, ok := next(e.key, e.rec, now, n.cfg, e.conflict, e.hasConflict, m)
+			if !ok {
+				return &m, reads, published, nil // all stored
 			}
-		}
-		body, err := domain.EncodeNotice(nt)
-		if err != nil {
-			return nil, reads, false, err
-		}
-		msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
-		msg.Header.Set(domain.HeaderMsgID, nt.NoticeID)
-		domain.SetCloudEventHeaders(msg.Header, domain.NoticeCEType(string(nt.Kind)), nt.NoticeID, nt.ResourceID, nt.At)
-		ack, err := n.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			n.log.Debug("another replica stored a notice of the entity first; reading again", "key", key, "notice", nt.NoticeID)
-			continue
-		}
-		if err != nil {
-			return nil, reads, false, fmt.Errorf("publish %s: %w", nt.NoticeID, err)
-		}
-		if ack.Duplicate {
-			// The same id was stored within the duplicate window but is no longer the last
-			// notice of the entity: its window was announced again after another. The stream
-			// takes the notice once that window has passed.
-			n.log.Info("notice held back: the same notice was stored moments ago", "key", key, "notice", nt.NoticeID)
-			return nil, reads, false, nil
-		}
-		if h := n.hooks.afterPublish; h != nil {
-			if err := h(nt); err != nil {
-				return nil, reads, true, err
+			stored, raced, err := n.publish(ctx, subject, nt, m, seq)
+			if err != nil || stored == 0 && !raced {
+				return nil, reads, published, err // failed, or held back
 			}
+			if raced {
+				break // read again
+			}
+			m, seq = m.with(nt), stored
+			published++
 		}
-		n.count.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", string(nt.Kind))))
-		n.log.Info("notice published", "notice", nt.NoticeID, "kind", nt.Kind, "resource_id", nt.ResourceID, "lead_s", nt.Lead)
-		s, _ := sentOf(nt.NoticeID)
-		return &s, reads, true, nil
 	}
-	return nil, reads, false, fmt.Errorf("gave up after %d conflicting publishes", maxConflicts)
+	return nil, reads, published, fmt.Errorf("gave up after %d conflicting publishes", maxConflicts)
 }
 
-// last reads the last notice stored for an entity and its stream sequence (0 when none).
-func (n *Notifier) last(ctx context.Context, subject string) (*sent, uint64, error) {
-	m, err := n.stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, 0, nil
+// publish stores nt after the entity's notice at seq (what m says), and returns its sequence;
+// raced when another replica stored a notice of the entity first, 0 and no error when the
+// stream held it back (the same id stored moments ago).
+func (n *Notifier) publish(ctx context.Context, subject string, nt domain.Notice, m memo, seq uint64) (stored uint64, raced bool, err error) {
+	if h := n.hooks.beforePublish; h != nil {
+		if err := h(nt); err != nil {
+			return 0, false, err
+		}
+	}
+	body, err := domain.EncodeNotice(nt)
+	if err != nil {
+		return 0, false, err
+	}
+	msg := function.EventMsg(subject, nt.NoticeID, domain.NoticeCEType(string(nt.Kind)), nt.ResourceID, nt.At, body)
+	setMemo(msg.Header, nt, m)
+	ack, err := n.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		n.log.Debug("another replica stored a notice of the entity first; reading again", "subject", subject, "notice", nt.NoticeID)
+		return 0, true, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the last notice: %w", err)
+		return 0, false, fmt.Errorf("publish %s: %w", nt.NoticeID, err)
+	}
+	if ack.Duplicate {
+		// The same id was stored within the duplicate window but is no longer the last
+		// notice of the entity: its window was announced again after another. The stream
+		// takes the notice once that window has passed.
+		n.log.Info("notice held back: the same notice was stored moments ago", "subject", subject, "notice", nt.NoticeID)
+		return 0, false, nil
+	}
+	if h := n.hooks.afterPublish; h != nil {
+		if err := h(nt); err != nil {
+			return 0, false, err
+		}
+	}
+	n.count.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", string(nt.Kind))))
+	n.log.Info("notice published", "notice", nt.NoticeID, "kind", nt.Kind, "resource_id", nt.ResourceID, "lead_s", nt.Lead)
+	return ack.Sequence, false, nil
+}
+
+// last reads what the last notice stored for an entity says, and its stream sequence (0 when
+// none).
+func (n *Notifier) last(ctx context.Context, subject string) (memo, uint64, error) {
+	m, err := n.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return memo{}, 0, nil
+	}
+	if err != nil {
+		return memo{}, 0, fmt.Errorf("read the last notice: %w", err)
 	}
 	nt, err := domain.DecodeNotice(m.Data)
 	if err != nil {
 		// Not ours to judge: publish after it, deciding as if nothing was sent.
 		n.log.Warn("last notice does not decode", "subject", subject, "seq", m.Sequence, "err", err)
-		return nil, m.Sequence, nil
+		return memo{}, m.Sequence, nil
 	}
-	s, ok := sentOf(nt.NoticeID)
-	if !ok {
-		return nil, m.Sequence, nil
-	}
-	return &s, m.Sequence, nil
+	return memoOf(nt, m.Header), m.Sequence, nil
 }

@@ -102,8 +102,13 @@ func (x *index) reset() {
 	x.clear()
 }
 
-// put sets the summary of key from its record at revision rev.
+// put sets the summary of key from its record at revision rev; a forgotten entity's record
+// takes it out, as a deleted key does.
 func (x *index) put(key string, rev uint64, r domain.Record) {
+	if r.Forgotten() {
+		x.remove(key)
+		return
+	}
 	n := x.summarize(key, rev, r)
 	if old, ok := x.all.Get(&entry{key: key}); ok {
 		x.unlink(old)

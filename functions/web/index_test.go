@@ -77,8 +77,13 @@ func TestIndex_CountsFollowEveryChange(t *testing.T) {
 	if s := x.stats(t0); s.Entities != 3 || s.States[domain.StateNone] != 0 {
 		t.Errorf("after a delete: %+v", s)
 	}
+	// A forgotten entity leaves the fleet as a deleted one does.
+	put(x, rid("s1", "rg", "b"), domain.Record{State: domain.StateNone, ForgottenAt: t0})
+	if s := x.stats(t0); s.Entities != 2 || s.States[domain.StatePlanned] != 0 || s.States[domain.StateNone] != 0 {
+		t.Errorf("after a forget: %+v", s)
+	}
 	// Time passing makes c overdue and d stuck without any change.
-	if s := x.stats(t0.Add(6*time.Hour + time.Second)); s.Overdue != 1 || s.Stuck != 2 {
+	if s := x.stats(t0.Add(6*time.Hour + time.Second)); s.Overdue != 1 || s.Stuck != 1 {
 		t.Errorf("six hours later: %+v", s)
 	}
 }

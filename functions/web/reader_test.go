@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/web"
@@ -59,7 +58,7 @@ func TestView_TheReaderRoleSuffices(t *testing.T) {
 	// What the policies and campaign functions keep.
 	wjs := connect(writer, natsconf.RoleOperator).JS
 	cs := newCampaignStore(t, wjs)
-	pols, err := wjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.PoliciesBucket})
+	pols, err := wjs.KeyValue(ctx, domain.PoliciesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ type recordSummary struct {
 	StateSince time.Time           `json:"stateSince"`
 	UpdatedAt  time.Time           `json:"updatedAt"`
 	Campaign   *domain.CampaignRef `json:"campaign"`
+	// ForgottenAt leaves a forgotten entity out of the fleet, as a deleted key.
+	ForgottenAt time.Time `json:"forgottenAt"`
 }
 
 // decodeSummary reads what the index keeps of a record.
@@ -33,5 +35,5 @@ func decodeSummary(b []byte) (domain.Record, error) {
 	}
 	return domain.Record{ResourceID: s.ResourceID, State: s.State, Updating: s.Updating, Task: s.Task,
 		LastError: s.LastError, Window: s.Window, StateSince: s.StateSince, UpdatedAt: s.UpdatedAt,
-		Campaign: s.Campaign}, nil
+		Campaign: s.Campaign, ForgottenAt: s.ForgottenAt}, nil
 }

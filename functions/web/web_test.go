@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"maintsignals/functions/web"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
@@ -66,6 +64,19 @@ func TestFleetPage_CountsFilterAndPagesWhatTheCommandsDid(t *testing.T) {
 	var e struct{ Status int }
 	if code := getJSON(t, s.url+"/?state=Bogus", &e); code != http.StatusBadRequest || e.Status != http.StatusBadRequest {
 		t.Errorf("an unknown state: %d %+v", code, e)
+	}
+}
+
+// A Forget takes the entity out of the fleet from the record it writes, as a deleted key.
+func TestFleetPage_LeavesForgottenEntitiesOut(t *testing.T) {
+	s := startStack(t, web.Config{})
+	s.send(t, rid("s1", "kept"), domain.TaskCustomerActionNeeded, nil)
+	s.send(t, rid("s1", "gone"), domain.TaskCustomerActionNeeded, nil)
+	testenv.Eventually(t, 5*time.Second, "both counted", func() bool { return s.fleet(t, "").Entities == 2 })
+	s.send(t, rid("s1", "gone"), domain.TaskForget, nil)
+	testenv.Eventually(t, 5*time.Second, "the forgotten one left out", func() bool { return s.fleet(t, "").Entities == 1 })
+	if p := s.fleet(t, ""); len(p.Rows) != 1 || p.Rows[0].ResourceID != rid("s1", "kept") || p.States[domain.StateCustomerActionNeeded] != 1 {
+		t.Errorf("fleet after a Forget: %d rows %+v, counts %+v", len(p.Rows), p.Rows, p.Stats)
 	}
 }
 
@@ -142,7 +153,7 @@ func TestEntityPage_ShowsThePolicyInForceAndTheFleetItsConflicts(t *testing.T) {
 	id := rid("s1", "c1")
 	s.send(t, id, domain.TaskPending, withWindow(start, 2*time.Hour))
 	ctx := testenv.Context(t, 10*time.Second)
-	kv, err := s.env.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.PoliciesBucket})
+	kv, err := s.env.JS.KeyValue(ctx, domain.PoliciesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,3 +167,30 @@ func TestWebhook_DeliversNotices(t *testing.T) {
 		t.Fatalf("delivered %v", types)
 	}
 }
+
+// TestWebhook_SkipsPolicyOutcomes: a policy command's outcome (maint.evt.policy.<scope>, in the
+// events stream and so in the feed) is not an entity's event: no subscription gets it, and the
+// entities' events around it are delivered in order.
+func TestWebhook_SkipsPolicyOutcomes(t *testing.T) {
+	env := testenv.Start(t)
+	rc := newReceiver(t, nil)
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{sub("all", srv.URL)}})
+	first := publishEvent(t, env.JS, cluster(1), 1, domain.StatePending)
+	scope := "/subscriptions/0b1f6471-1bf0-4dda-aec3-111122223333"
+	m := nats.NewMsg(domain.PolicyEventSubject(domain.MustKey(scope)))
+	m.Data, _ = domain.EncodePolicyEvent(domain.PolicyEvent{CommandID: "p-1", Scope: scope, Action: domain.PolicySet, Outcome: domain.OutcomeApplied, At: time.Now()})
+	m.Header.Set(domain.HeaderMsgID, "p-1:1")
+	domain.SetCloudEventHeaders(m.Header, domain.PolicyOutcomeCEType(domain.OutcomeApplied), "p-1:1", scope, time.Now())
+	if _, err := env.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	second := publishEvent(t, env.JS, cluster(1), 2, domain.StateNone)
+	testenv.Eventually(t, 10*time.Second, "the two events", func() bool { return len(rc.succeeded()) >= 2 })
+	time.Sleep(300 * time.Millisecond)
+	got := rc.requests()
+	if len(got) != 2 || got[0].id != first || got[1].id != second {
+		t.Fatalf("delivered %+v, want the two entity events only", got)
+	}
+}

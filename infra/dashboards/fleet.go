@@ -37,7 +37,7 @@ func Fleet() (dashboard.Dashboard, error) {
 		`sum(cluster_maintenance_overdue)`, "short", thresholds("green", above(1, "orange"))))
 	d.WithPanel(statPanel(now[3], "Stuck updates", "Updates in progress for longer than the emitter's stuck limit (--stuck-after, default 6 h).",
 		`sum(cluster_maintenance_stuck)`, "short", thresholds("green", above(1, "red"))))
-	d.WithPanel(statPanel(now[4], "Policy conflicts", "Entities whose announced work conflicts with the customer's maintenance policy. Empty until the emitter exports cluster.maintenance.conflicts.",
+	d.WithPanel(statPanel(now[4], "Policy conflicts", "Entities whose announced window a customer's maintenance policy, changed since the announcement, no longer allows (summed over the emitter's shards): each got a conflict notice.",
 		`sum(cluster_maintenance_conflicts)`, "short", thresholds("green", above(1, "orange"))))
 	d.WithPanel(statPanel(now[5], "Signal age", "Time since the last successful export of any emitter replica. At the default tick of a minute, above three minutes the health system is no longer told the state (the MaintenanceEmitterNotExporting alert).",
 		`time() - max(cluster_maintenance_emitter_last_success_seconds)`, "s", thresholds("green", above(120, "orange"), above(180, "red"))))

@@ -57,9 +57,6 @@ var positive = check{"> 0", func(v float64) bool { return v > 0 && !math.IsInf(v
 // want is what one query of a panel must return.
 type want struct {
 	series []series
-	// notYetExported: the metric comes with a later feature (policy conflicts). The query
-	// must be valid and return nothing now, or these series once it is exported.
-	notYetExported bool
 }
 
 // entityOfEntityDashboard is the entity the entity dashboard's variable is set to.
@@ -99,7 +96,7 @@ func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string
 			"Upcoming windows":   {"A": one(eq(float64(len(upcoming)) * n))},
 			"Overdue":            {"A": one(eq(n))},
 			"Stuck updates":      {"A": one(eq(n))},
-			"Policy conflicts":   {"A": {series: []series{{nil, eq(0)}}, notYetExported: true}},
+			"Policy conflicts":   {"A": one(eq(0))},
 			"Signal age":         {"A": one(sinceExport)},
 			"Entities per state": {"A": {series: states(func(s string) check { return eq(perState[s]) })}},
 			"Windows in the next 14 days": {
@@ -211,9 +208,6 @@ func TestQueries_AgainstPrometheus3(t *testing.T) {
 				used[key] = true
 				t.Run(key, func(t *testing.T) {
 					got := run(t, ctx, prom, p, q, queriedAt)
-					if w.notYetExported && len(got) == 0 {
-						return
-					}
 					compare(t, q.Expr, got, w.series)
 				})
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"maintsignals/shared/domain"
 )
 
 // mdLink matches an inline Markdown link's target: [text](target).
@@ -123,4 +125,16 @@ func slug(heading string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestContract_OffersTheARMPatternOfTheCode: the pattern the contract offers is the one the
+// code defines and tests.
+func TestContract_OffersTheARMPatternOfTheCode(t *testing.T) {
+	body, err := os.ReadFile("contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "\n"+domain.ARMResourceIDPattern+"\n") {
+		t.Errorf("contract.md does not offer the pattern domain.ARMResourceIDPattern:\n%s", domain.ARMResourceIDPattern)
+	}
 }

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	ui "maintsignals/infra/cli"
 	"maintsignals/shared/client"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
@@ -87,15 +87,21 @@ func resourceOrKey(l dlq.Letter, cmd domain.Command) string {
 	}
 }
 
+// dlqListLimit is how many dead letters `dlq list` shows by default: the newest.
+const dlqListLimit = 100
+
 func (a *app) dlqListCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the dead-lettered commands, oldest first",
-		Long: `List the commands in ` + domain.DLQStream + `, oldest first: the dead letter's sequence (what
+	f := dlq.Filter{Limit: dlqListLimit}
+	c := &cobra.Command{
+		Use:   "list [flags]",
+		Short: "List the dead-lettered commands and deliveries, oldest first",
+		Long: `List the dead letters in ` + domain.DLQStream + `, oldest first: the dead letter's sequence (what
 ` + "`maintctl dlq replay`" + ` takes), when it was dead-lettered, the resource (or its key when the body
-does not name it), the task, the command id, how many times it was delivered and why it failed.
--o json also gives each command body.`,
-		Example: "  maintctl dlq list\n  maintctl dlq list -o json | jq -r '.[] | \"\\(.seq) \\(.reason)\"'",
+does not name it), the task, the webhook subscription of a delivery and why it failed; -o wide
+adds the command id, the deliveries and the whole resource ID, -o json each body, -o name the
+sequences alone. By default the newest ` + strconv.Itoa(dlqListLimit) + ` (--limit; 0 for all); --since and
+--subscription narrow the list.`,
+		Example: "  maintctl dlq list\n  maintctl dlq list --since 1d --subscription crm\n  maintctl dlq list -o json | jq -r '.[] | \"\\(.seq) \\(.reason)\"'",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cl, done, err := a.session(cmd.Context(), readTimeout)
@@ -103,40 +109,58 @@ does not name it), the task, the command id, how many times it was delivered and
 				return err
 			}
 			defer done()
-			var letters []dlq.Letter
+			var (
+				letters []dlq.Letter
+				omitted int
+			)
 			err = cl.Guard(ctx, ">", func(ctx context.Context) error {
 				var err error
-				letters, err = listLetters(ctx, cl.JS)
+				letters, omitted, err = listLetters(ctx, cl.JS, f)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			if a.json() {
-				docs := make([]letterJSON, len(letters))
-				for i, l := range letters {
-					docs[i] = toLetterJSON(l)
-				}
-				return a.writeJSON(docs)
-			}
-			if len(letters) == 0 {
-				_, err := fmt.Fprintf(a.stdout, "no dead letter in %s\n", domain.DLQStream)
-				return err
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tTIME\tRESOURCE\tTASK\tCOMMAND ID\tWEBHOOK\tDELIVERIES\tREASON")
-			for _, l := range letters {
-				c := l.Command()
-				deliveries := "-"
-				if l.Deliveries > 0 {
-					deliveries = strconv.Itoa(l.Deliveries)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Seq, fmtTime(l.At), resourceOrKey(l, c),
-					dash(string(c.Task)), dash(l.CommandID), dash(l.Subscription), deliveries, oneLine(dash(l.Reason), 80))
-			}
-			return tw.Flush()
+			return a.printLetters(letters, omitted, f)
 		},
 	}
+	dlqFilterFlags(c, &f)
+	c.Flags().IntVar(&f.Limit, "limit", f.Limit, "only the newest N dead letters (0: all)")
+	return c
+}
+
+// dlqFilterFlags are the flags that select dead letters.
+func dlqFilterFlags(c *cobra.Command, f *dlq.Filter) {
+	ui.TimeVar(c.Flags(), &f.Since, "since", "", ui.Ago, nil, "only the dead letters stored since this time: a duration ago (1d), a date or an RFC 3339 time")
+	c.Flags().StringVar(&f.Subscription, "subscription", "", "only the webhook deliveries of this subscription")
+}
+
+func (a *app) printLetters(letters []dlq.Letter, omitted int, f dlq.Filter) error {
+	if a.json() {
+		return a.writeJSON(each(letters, toLetterJSON))
+	}
+	defer a.omitted(omitted, f.Limit, "dead letters")
+	if len(letters) == 0 && a.format != ui.Name {
+		_, err := fmt.Fprintf(a.stdout, "no dead letter in %s\n", domain.DLQStream)
+		return err
+	}
+	ids := make([]string, len(letters))
+	for i, l := range letters {
+		ids[i] = resourceOrKey(l, l.Command())
+	}
+	names := ui.ShortNames(ids)
+	t := ui.NewTable(ui.Column{Header: "SEQ"}, ui.Column{Header: "TIME"}, ui.Column{Header: "NAME", Shrink: true, Last: true},
+		ui.Column{Header: "TASK"}, ui.Column{Header: "WEBHOOK"}, ui.Column{Header: "REASON", Shrink: true},
+		ui.Column{Header: "COMMAND ID", Wide: true}, ui.Column{Header: "DELIVERIES", Wide: true}, ui.Column{Header: "RESOURCE", Wide: true})
+	for i, l := range letters {
+		deliveries := ""
+		if l.Deliveries > 0 {
+			deliveries = strconv.Itoa(l.Deliveries)
+		}
+		seq := strconv.FormatUint(l.Seq, 10)
+		t.Row(seq, seq, fmtTime(l.At), names[i], string(l.Command().Task), l.Subscription, l.Reason, l.CommandID, deliveries, ids[i])
+	}
+	return a.printTable(t)
 }
 
 // replayJSON is the JSON form of one replayed dead letter.
@@ -153,14 +177,18 @@ type replayJSON struct {
 }
 
 func (a *app) dlqReplayCommand() *cobra.Command {
-	var all bool
+	var (
+		all bool
+		f   dlq.Filter
+	)
 	c := &cobra.Command{
-		Use:   "replay {SEQ... | --all}",
+		Use:   "replay {SEQ... | --all | --subscription NAME | --since TIME}",
 		Short: "Send dead-lettered commands through the command function again",
 		Long: `Publish each dead letter SEQ (its sequence in ` + domain.DLQStream + `, as ` + "`maintctl dlq list`" + ` shows) to its
 commands subject again and remove it from ` + domain.DLQStream + `; --all replays every dead letter, oldest
-first. Fix the cause first: a command that fails again is dead-lettered again, under a new
-sequence.
+first; --subscription and --since replay the dead letters they select (of one webhook
+subscription, stored since then), alone or with each other. Fix the cause first: a command that
+fails again is dead-lettered again, under a new sequence.
 
 The command keeps its id, so a command that had in fact taken effect comes back as a duplicate
 and changes nothing. Replay does not wait for the outcomes: see each with
@@ -168,13 +196,14 @@ and changes nothing. Replay does not wait for the outcomes: see each with
 
 A SEQ that is not in ` + domain.DLQStream + ` (already replayed, expired, or mistyped) is reported and makes the
 exit status 1; the other ones are replayed all the same.`,
-		Example: "  maintctl dlq replay 3\n  maintctl dlq replay 3 4 7\n  maintctl dlq replay --all -o json",
+		Example: "  maintctl dlq replay 3\n  maintctl dlq replay 3 4 7\n  maintctl dlq replay --subscription crm --since 2h\n  maintctl dlq replay --all -o json",
 		Args: func(cmd *cobra.Command, args []string) error {
+			selects := all || f.Subscription != "" || cmd.Flags().Changed("since")
 			switch {
-			case all && len(args) > 0:
-				return fmt.Errorf("give SEQ... or --all, not both (see `%s --help`)", cmd.CommandPath())
-			case !all && len(args) == 0:
-				return errors.New("replay needs the SEQ of each dead letter (see `maintctl dlq list`), or --all")
+			case selects && len(args) > 0:
+				return fmt.Errorf("give SEQ... or a selection (--all, --subscription, --since), not both (see `%s --help`)", cmd.CommandPath())
+			case !selects && len(args) == 0:
+				return errors.New("replay needs the SEQ of each dead letter (see `maintctl dlq list`), or --all, --subscription NAME or --since TIME")
 			}
 			return nil
 		},
@@ -190,11 +219,12 @@ exit status 1; the other ones are replayed all the same.`,
 			defer done()
 			// A denied publish or delete fails at once instead of waiting for the timeout.
 			return cl.Guard(ctx, ">", func(ctx context.Context) error {
-				return a.replay(ctx, cl.JS, seqs, all)
+				return a.replay(ctx, cl.JS, seqs, f, len(seqs) == 0)
 			})
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "replay every dead letter, oldest first")
+	dlqFilterFlags(c, &f)
 	return c
 }
 
@@ -211,9 +241,18 @@ func parseSeqs(args []string) ([]uint64, error) {
 	return seqs, nil
 }
 
-// replay replays the dead letters seqs (every one with all) and prints what it replayed.
-func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64, all bool) error {
-	r, failed := dlq.ReplayEach(ctx, js, seqs, all)
+// replay replays the dead letters seqs (with all, every one that f selects) and prints what it
+// replayed.
+func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64, f dlq.Filter, all bool) error {
+	var (
+		r      dlq.Replays
+		failed error
+	)
+	if all {
+		r, failed = dlq.ReplayWhere(ctx, js, f)
+	} else {
+		r, failed = dlq.ReplayEach(ctx, js, seqs, false)
+	}
 	if errors.Is(failed, jetstream.ErrStreamNotFound) {
 		return notProvisioned(failed)
 	}
@@ -260,13 +299,13 @@ func (a *app) replay(ctx context.Context, js jetstream.JetStream, seqs []uint64,
 	return errors.Join(errs...)
 }
 
-// listLetters lists the dead letters, with advice when the stream does not exist.
-func listLetters(ctx context.Context, js jetstream.JetStream) ([]dlq.Letter, error) {
-	letters, err := dlq.List(ctx, js)
+// listLetters lists the dead letters f selects, with advice when the stream does not exist.
+func listLetters(ctx context.Context, js jetstream.JetStream, f dlq.Filter) ([]dlq.Letter, int, error) {
+	letters, omitted, err := dlq.ListWhere(ctx, js, f)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, notProvisioned(err)
+		return nil, 0, notProvisioned(err)
 	}
-	return letters, err
+	return letters, omitted, err
 }
 
 // notProvisioned says that the dead-letter stream is not there yet.

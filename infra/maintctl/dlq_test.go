@@ -33,7 +33,7 @@ func TestDLQ_ListAndReplay(t *testing.T) {
 	}
 	mustContain(t, "pending output", r.stdout, "dead-lettered Pending", "bucket unreachable", "MAINT_DLQ")
 
-	out := c.ok("dlq", "list")
+	out := c.ok("dlq", "list", "-o", "wide")
 	mustContain(t, "dlq list", out, "SEQ", "TIME", "RESOURCE", "TASK", "COMMAND ID", "DELIVERIES", "REASON",
 		testID, "Pending", "dl-1", "bucket unreachable")
 	docs := decodeJSON[[]letterJSON](t, c.ok("dlq", "list", "-o", "json"))
@@ -98,7 +98,7 @@ func TestDLQ_ReplayAllAsJSON(t *testing.T) {
 	if _, err := s.JS.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	out := c.ok("dlq", "list")
+	out := c.ok("dlq", "list", "-o", "wide")
 	mustContain(t, "dlq list", out, "all-1", "all-2", "key "+key, "poison")
 	docs := decodeJSON[[]letterJSON](t, c.ok("dlq", "list", "-o", "json"))
 	if len(docs) != 3 || docs[2].BodyText != "not json" || docs[2].Body != nil || docs[2].Deliveries != 0 {

@@ -47,7 +47,7 @@ role: --nkey FILE (or --creds FILE), --inbox-prefix _INBOX_function, and --tlsca
 --tlscert/--tlskey for mutual TLS); or NATS_NKEY, NATS_INBOX_PREFIX, NATS_CA, ...`,
 		Example: "  NATS_URL=nats://n1:4222,nats://n2:4222,nats://n3:4222 maintctl function command\n" +
 			"  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317 maintctl function emitter\n" +
-			"  maintctl function command --server tls://nats.example:4222 --tlsca ca.pem --nkey command.nk --inbox-prefix _INBOX_function",
+			"  maintctl function command --server tls://nats.example:4222 --tlsca ca.pem \\\n      --nkey command.nk --inbox-prefix _INBOX_function",
 		// A missing or unknown NAME is refused here, not by cobra's text.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -137,8 +137,12 @@ func (a *app) runFunction(ctx context.Context, fn registry.Function, bound *regi
 // missing file, a bad inbox prefix) fail at once.
 func (a *app) connectRetry(ctx context.Context) (*natsconn.Conn, error) {
 	delay := time.Second
+	o, err := a.natsOptions("maintctl-function", 0)
+	if err != nil {
+		return nil, err
+	}
 	for {
-		conn, err := natsconn.Connect(ctx, a.natsOptions("maintctl-function", 0))
+		conn, err := natsconn.Connect(ctx, o)
 		if err == nil {
 			return conn, nil
 		}

@@ -81,7 +81,8 @@ func TestVerbs_UpdateLifecycle(t *testing.T) {
 	}
 
 	hist := c.ok("history", testID)
-	mustContain(t, "history table", hist, "TIME", "ACTOR", "OUTCOME", "None → Pending", "Pending → Planned", "Planned → None", "planned upgrade")
+	mustContain(t, "history table", hist, "TIME", "TASK", "OUTCOME", "None → Pending", "Pending → Planned", "Planned → None")
+	mustContain(t, "history -o wide", c.ok("history", "-o", "wide", testID), "ACTOR", "sre-test", "REASON", "planned upgrade", "COMMAND ID", testID)
 	if lines := strings.Count(strings.TrimSpace(hist), "\n"); lines != 3 {
 		t.Errorf("history table has %d rows, want header + 3:\n%s", lines+1, hist)
 	}
@@ -199,7 +200,7 @@ func TestVerbs_InvalidInputIsRefusedBeforeSending(t *testing.T) {
 		{[]string{"pending", "a", "b"}, "takes one RESOURCE-ID"},
 		{[]string{"pending", "/"}, "invalid resource ID"},
 		{[]string{"pending", "--timeout", "0s", testID}, "--timeout"},
-		{[]string{"get", "-o", "yaml", testID}, "use table or json"},
+		{[]string{"get", "-o", "yaml", testID}, "use table, wide, name or json"},
 		{[]string{"get", "--log-level", "loud", testID}, "--log-level"},
 		{[]string{"get", "--bogus", testID}, "unknown flag"},
 		{[]string{"frobnicate"}, "unknown command"},
@@ -281,7 +282,7 @@ func TestList_FiltersByLooseState(t *testing.T) {
 		}
 	}
 	out := c.ok("list", "--state", "unplanned")
-	mustContain(t, "list table", out, "RESOURCE ID", "/e/c", "Unplanned", "Everything")
+	mustContain(t, "list table", out, "NAME", "/e/c", "Unplanned", "Everything")
 	if strings.Contains(out, "/e/b") {
 		t.Errorf("list --state unplanned shows /e/b:\n%s", out)
 	}

@@ -49,8 +49,18 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 	if ns[0].Lead != 10 || ns[0].ResourceID != testID || ns[0].Window == nil || ns[0].State != domain.StatePending {
 		t.Errorf("reminder %+v", ns[0])
 	}
-	mustContain(t, "notices table", c.ok("notices"), "KIND", "reminder", "10s", "due", "overdue", testID)
+	mustContain(t, "notices table", c.ok("notices"), "KIND", "reminder", "10s", "due", "overdue", "rg-1/c1")
+	mustContain(t, "notices -o wide", c.ok("notices", "-o", "wide"), "RESOURCE ID", testID)
 	mustContain(t, "notices of another entity", c.ok("notices", "/w/nothing-here"), "no notice was sent")
+	if got := decodeJSON[[]domain.Notice](t, c.ok("notices", "--kind", "due,overdue", "--since", "1h", "-o", "json")); len(got) != 2 || got[0].Kind != domain.NoticeDue {
+		t.Errorf("notices --kind due,overdue: %+v", got)
+	}
+	if r := c.run("notices", "--limit", "1"); r.err != nil || strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stdout, "overdue") || !strings.Contains(r.stderr, "2 older notices not shown") {
+		t.Errorf("notices --limit 1: %v\n%s\n%s", r.err, r.stdout, r.stderr)
+	}
+	if r := c.run("notices", "--kind", "late"); r.err == nil || !strings.Contains(r.err.Error(), "not a notice kind") {
+		t.Errorf("notices --kind late: %v", r.err)
+	}
 
 	testenv.Eventually(t, 10*time.Second, "watch to show the notices", func() bool { return strings.Count(wOut.String(), `"notice"`) >= 3 })
 	wcancel()

@@ -53,10 +53,10 @@ func (a *app) provisionCommand() *cobra.Command {
 --server: the streams MAINT_COMMANDS, MAINT_EVENTS, MAINT_NOTICES, MAINT_DLQ and MAINT_SCHEDULE,
 the bucket maintenance, the durable consumers (one per command partition, and one per shard of
 the tick for the emitter and for the notices function: --emitter-shards) and the tick schedule;
-consumers the contract no longer has are deleted; with --webhooks, also the
-webhook feed MAINT_WEBHOOK (a copy of every event and notice, for the webhook function). Prints what it created, updated or
-left unchanged; exits with status 1 when something failed (a setting NATS cannot change on
-an existing stream, such as the partition count, is reported as failed).`,
+consumers the contract no longer has are deleted; with --webhooks, also the webhook feed
+MAINT_WEBHOOK (a copy of every event and notice, for the webhook function). Prints what it
+created, updated or left unchanged; exits with status 1 when something failed (a setting NATS
+cannot change on an existing stream, such as the partition count, is reported as failed).`,
 		Example: "  maintctl provision\n  maintctl provision --server nats://n1:4222,nats://n2:4222,nats://n3:4222 --replicas 3 --tick 1m",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
+	ui "maintsignals/infra/cli"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
@@ -35,11 +36,13 @@ func exitCode(err error) int {
 	var (
 		oe *client.OutcomeError
 		ce *client.CampaignOutcomeError
+		pe *client.PolicyOutcomeError
+		ne *notAllowedError
 	)
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &oe), errors.As(err, &ce):
+	case errors.As(err, &oe), errors.As(err, &ce), errors.As(err, &pe), errors.As(err, &ne):
 		return exitRejected
 	case errors.Is(err, client.ErrNoOutcome):
 		return exitNoResult
@@ -53,63 +56,23 @@ type app struct {
 	env            func(string) string
 	stdout, stderr io.Writer
 
-	server    string
-	nats      natsconn.Options // credentials, TLS and inbox prefix (--creds, --nkey, --tlsca, ...)
-	output    string
-	logFormat string
-	logLevel  string
-	signKey   string // seed file signing commands (--sign-key)
+	server      string
+	natsContext string           // --context: a NATS CLI context
+	nats        natsconn.Options // credentials, TLS and inbox prefix (--creds, --nkey, --tlsca, ...)
+	output      string
+	format      ui.Format
+	noHeaders   bool
+	logFormat   string
+	logLevel    string
+	signKey     string // seed file signing commands (--sign-key)
 
 	log *slog.Logger
 }
 
-const (
-	outTable = "table"
-	outJSON  = "json"
-)
-
-const rootLong = `maintctl runs and operates maintenance signals: the per-entity maintenance state
-(None, Pending, Planned, Unplanned, CustomerActionNeeded) that admin commands set through NATS
-JetStream and that the emitter re-exports as OpenTelemetry metrics every tick.
-
-Run the whole stack on this machine with ` + "`maintctl up`" + `, then use the admin verbs
-against it. Every verb that talks to NATS uses --server (default $NATS_URL, else
-nats://127.0.0.1:4222).
-
-Connecting to a secured NATS (the flags and variables of the nats CLI): --nkey FILE (a user
-nkey seed, $NATS_NKEY) or --creds FILE ($NATS_CREDS) authenticate; --tlsca FILE ($NATS_CA)
-trusts the server's certificate, and --tlscert/--tlskey ($NATS_CERT, $NATS_KEY) present a
-client certificate for mutual TLS; with the users of infra/nats (and ` + "`maintctl up --users`" + `)
-also set --inbox-prefix ($NATS_INBOX_PREFIX) to your role's, e.g. _INBOX_admin. A denied
-command fails at once with "permission denied: your NATS user may not publish to ...".
-
-Signing commands is separate from NATS authentication: --sign-key FILE ($MAINT_SIGN_KEY) signs
-every command with that nkey seed (see ` + "`maintctl up --signers`" + `). When one party both
-authenticates and signs, as an updater may, pass the same seed file to both:
---nkey updater.nk --sign-key updater.nk.
-
-Exit status: 0 on success; 2 when a command was rejected or dead-lettered; 3 when no outcome
-came in time (the command is stored and takes effect once a command function runs); 1 for
-any other error.`
-
-const rootExample = `  # the whole stack on this machine (NATS on 127.0.0.1:4222, data in ./maintsignals-data)
-  maintctl up
-
-  # in another terminal: announce maintenance, run it, report success
-  ID=/subscriptions/0b1f/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1
-  maintctl pending --reason "planned upgrade" --window-start +1h --window-end +3h $ID
-  maintctl start --task OperatorUpdate $ID
-  maintctl succeeded $ID
-  maintctl get $ID
-  maintctl history $ID
-  maintctl list --state pending -o json
-
-  # commands that could not be handled, and sending them through again
-  maintctl dlq list
-  maintctl dlq replay --all
-
-  # a local 3-node JetStream cluster (replicas 3); export the NATS_URL list it prints
-  maintctl up --nodes 3 --data ./maint-cluster`
+const rootLong = `maintctl sets and reads the maintenance state of clusters (None, Pending, Planned, Unplanned,
+CustomerActionNeeded) through NATS JetStream, and runs the functions that export it to the health
+system every minute. Try it: ` + "`maintctl up`" + `, then in another terminal ` + "`maintctl pending ID`" + `, ` + "`maintctl list`" + `.
+Exit status: 0 done, 2 rejected/dead-lettered/not allowed (policy check), 3 no outcome in time (stored), 1 other errors.`
 
 var unsortedCommands sync.Once
 
@@ -142,14 +105,18 @@ func noArgs(cmd *cobra.Command, args []string) error {
 }
 
 func unknownCommand(cmd *cobra.Command, word string) error {
+	return fmt.Errorf("%w %q for %q%s (see `%s --help`)", errUnknownCommand, word, cmd.CommandPath(), didYouMean(cmd, word), cmd.CommandPath())
+}
+
+// didYouMean suggests the subcommands of cmd that word may be a typo of.
+func didYouMean(cmd *cobra.Command, word string) string {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // cobra's own default
 	}
-	var hint string
 	if s := cmd.SuggestionsFor(word); len(s) > 0 {
-		hint = "; did you mean " + strings.Join(s, " or ") + "?"
+		return "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return fmt.Errorf("%w %q for %q%s (see `%s --help`)", errUnknownCommand, word, cmd.CommandPath(), hint, cmd.CommandPath())
+	return ""
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -157,7 +124,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:           "maintctl",
 		Short:         "Run and operate maintenance signals on NATS JetStream",
 		Long:          rootLong,
-		Example:       rootExample,
+		Version:       buildVersion().line(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -167,7 +134,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		// At the top, a flag of a mistyped command fails before the word is looked at: the
 		// word is what is wrong.
@@ -176,26 +143,12 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		return fmt.Errorf("%w (see `%s --help`)", err, cmd.CommandPath())
 	})
-
-	server := a.env("NATS_URL")
-	if server == "" {
-		server = client.DefaultServer
-	}
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.server, "server", server, "NATS server URL, or a comma-separated list for a cluster ($NATS_URL)")
-	pf.StringVarP(&a.output, "output", "o", outTable, "output format: table (for people) or json (for scripts)")
-	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
-	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	pf.StringVar(&a.signKey, "sign-key", a.env(envSignKey), "file with the user nkey seed (SU…) that signs commands ($"+envSignKey+"); NATS authentication is --nkey")
-	a.nats = natsconn.FromEnv(a.env)
-	a.nats.Flags(pf)
-	pf.Lookup("nkey").Usage = "file with the user nkey seed (SU…) that authenticates to NATS ($" + natsconn.EnvNkey + "); signing commands is --sign-key"
-
+	a.globalFlags(root)
 	root.AddGroup(
-		&cobra.Group{ID: "admin", Title: "Admin commands (wait for the outcome):"},
-		&cobra.Group{ID: "read", Title: "Reading state and history:"},
-		&cobra.Group{ID: "dlq", Title: "Dead letters:"},
-		&cobra.Group{ID: "run", Title: "Running the stack:"},
+		&cobra.Group{ID: "admin", Title: "Announce and run maintenance (each waits for its outcome):"},
+		&cobra.Group{ID: "read", Title: "Read the state, the history and the notices:"},
+		&cobra.Group{ID: "run", Title: "Run the stack and its dead letters:"},
+		&cobra.Group{ID: "other", Title: "Other:"},
 	)
 	for _, c := range a.commandVerbs() {
 		c.GroupID = "admin"
@@ -208,15 +161,41 @@ func (a *app) rootCommand() *cobra.Command {
 	campaignCmd := a.campaignCommand()
 	campaignCmd.GroupID = "admin"
 	root.AddCommand(campaignCmd)
-	dlqCmd := a.dlqCommand()
-	dlqCmd.GroupID = "dlq"
-	root.AddCommand(dlqCmd)
-	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand()} {
+	policyCmd := a.policyCommand()
+	policyCmd.GroupID = "admin"
+	root.AddCommand(policyCmd)
+	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand(), a.dlqCommand()} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}
-	root.AddCommand(a.versionCommand())
+	for _, c := range []*cobra.Command{a.optionsCommand(root), a.versionCommand()} {
+		c.GroupID = "other"
+		root.AddCommand(c)
+	}
+	a.finish(root)
 	return root
+}
+
+// globalFlags puts the flags every command takes on root (`maintctl options` lists them).
+func (a *app) globalFlags(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.server, "server", a.env("NATS_URL"), "NATS server URL, or a comma-separated list for a cluster ($NATS_URL; else the NATS context's; else "+client.DefaultServer+")")
+	pf.StringVar(&a.natsContext, "context", "", "the NATS CLI context `NAME` to connect with ($"+natsconn.EnvContext+"; default: the one the nats CLI selected, if any): its server, credentials, TLS and inbox prefix, under the flags and variables")
+	pf.StringVarP(&a.output, "output", "o", string(ui.Table), "output format: table (for people; fits the terminal), wide (more columns), name (IDs, one a line) or json (for scripts)")
+	pf.BoolVar(&a.noHeaders, "no-headers", false, "print tables without their header line")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&a.signKey, "sign-key", a.env(envSignKey), "file with the user nkey seed (SU…) that signs commands ($"+envSignKey+"); NATS authentication is --nkey")
+	a.nats = natsconn.FromEnv(a.env)
+	a.nats.Servers = "" // --server has it
+	a.nats.Flags(pf)
+	pf.Lookup("nkey").Usage = "file with the user nkey seed (SU…) that authenticates to NATS ($" + natsconn.EnvNkey + "); signing commands is --sign-key"
+	a.completeFlag(root, "output", completeWords(ui.Formats...))
+	a.completeFlag(root, "log-format", completeWords("text", "json"))
+	a.completeFlag(root, "log-level", completeWords("debug", "info", "warn", "error"))
+	a.completeFlag(root, "context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return natsconn.KnownContexts(a.env), cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 // Signing key variables: MAINT_SIGN_KEY, and the name it had when --nkey still meant signing.
@@ -227,11 +206,11 @@ const (
 
 // setup validates the global flags and builds the logger.
 func (a *app) setup() error {
-	switch a.output {
-	case outTable, outJSON:
-	default:
-		return fmt.Errorf("--output %q: use table or json", a.output)
+	f, err := ui.ParseFormat(a.output)
+	if err != nil {
+		return err
 	}
+	a.format = f
 	var level slog.Level
 	switch strings.ToLower(a.logLevel) {
 	case "debug":
@@ -261,11 +240,26 @@ func (a *app) setup() error {
 	return nil
 }
 
-// natsOptions are the connection options of the global flags, for a connection named name.
-func (a *app) natsOptions(name string, timeout time.Duration) natsconn.Options {
+// natsOptions are the connection options of the global flags and variables, for a connection
+// named name, with what they leave unset taken from the NATS CLI context (--context,
+// $NATS_CONTEXT or the selected one).
+func (a *app) natsOptions(name string, timeout time.Duration) (natsconn.Options, error) {
 	o := a.nats
-	o.Servers, o.Name, o.Timeout, o.Logger = a.server, name, timeout, a.log
-	return o
+	o.Servers = a.server
+	nc, err := natsconn.LoadContext(a.natsContext, a.env)
+	if err != nil {
+		return o, err
+	}
+	if nc != nil {
+		if err := nc.Fill(&o, a.env); err != nil {
+			return o, err
+		}
+		a.log.Debug("connecting with a NATS context", "context", nc.Name, "file", nc.Path)
+	}
+	o.Servers = natsconn.NormalizeServers(o.Servers)
+	a.server = o.Servers // what messages name
+	o.Name, o.Timeout, o.Logger = name, timeout, a.log
+	return o, nil
 }
 
 // entitySession checks a RESOURCE-ID argument, then opens a read session.
@@ -301,9 +295,13 @@ func (a *app) connect(ctx context.Context, timeout time.Duration) (*client.Clien
 		}
 		signer = kp
 	}
-	conn, err := natsconn.Connect(ctx, a.natsOptions("maintctl", timeout))
+	o, err := a.natsOptions("maintctl", timeout)
 	if err != nil {
-		return nil, connectAdvice(err, "is `maintctl up` running? set --server or NATS_URL")
+		return nil, err
+	}
+	conn, err := natsconn.Connect(ctx, o)
+	if err != nil {
+		return nil, connectAdvice(err, "is `maintctl up` running? set --server, NATS_URL or --context")
 	}
 	return client.FromConn(conn, client.Options{Logger: a.log, Signer: signer}), nil
 }
@@ -320,7 +318,7 @@ func connectAdvice(err error, unreachable string) error {
 	// crypto/tls's unexported alert type, and its text alone says "certificate required".
 	msg := err.Error()
 	switch {
-	case errors.Is(err, natsconn.ErrInvalidOptions):
+	case errors.Is(err, natsconn.ErrInvalidOptions), errors.Is(err, natsconn.ErrContext):
 		return err
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
 		return fmt.Errorf("%w: the server refused these credentials: give a user it knows with --nkey FILE or --creds FILE ($NATS_NKEY, $NATS_CREDS)", err)
@@ -353,7 +351,9 @@ func explainPermission(err error) error {
 	case pe.Op == "subscribe" && strings.HasPrefix(pe.Subject, "_INBOX"):
 		advice = "the replies to this user go elsewhere: set --inbox-prefix ($NATS_INBOX_PREFIX) to your role's, e.g. _INBOX_admin"
 	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.CommandPrefix):
-		advice = "sending commands takes a user of the admin role, or updater for outcomes: connect as one with --nkey FILE or --creds FILE"
+		advice = "sending commands takes a user of the admin role, or updater for outcomes, or customer for reschedules: connect as one with --nkey FILE or --creds FILE"
+	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.PolicyPrefix):
+		advice = "sending policy commands takes a user of the admin or customer role: connect as one with --nkey FILE or --creds FILE"
 	default:
 		advice = "connect as a user whose role allows it with --nkey FILE or --creds FILE"
 	}
@@ -388,7 +388,7 @@ func (e *permissionError) Error() string {
 
 func (e *permissionError) Unwrap() error { return e.err }
 
-func (a *app) json() bool { return a.output == outJSON }
+func (a *app) json() bool { return a.format == ui.JSON }
 
 // writeJSON writes one indented JSON document.
 func (a *app) writeJSON(v any) error {

@@ -40,7 +40,7 @@ func addSecurityFlags(c *cobra.Command, f *securityFlags) {
 
 // clientFlags are the global flags of the verbs that connect as clients; `up` is a server and
 // refuses them, so that --tlscert is not taken for --tls-cert.
-var clientFlags = []string{"creds", "nkey", "tlscert", "tlskey", "tlsca", "inbox-prefix"}
+var clientFlags = []string{"creds", "nkey", "tlscert", "tlskey", "tlsca", "inbox-prefix", "context"}
 
 // refuseClientFlags fails when a client connection flag was given to a server command.
 func refuseClientFlags(cmd *cobra.Command) error {

@@ -163,7 +163,7 @@ func TestUp_Users(t *testing.T) {
 	t.Run("an admin sends a command", func(t *testing.T) {
 		c.as(keys[natsconf.RoleAdmin], natsconf.RoleAdmin)
 		mustContain(t, "pending as admin", c.ok("pending", "--reason", "secured", testID), "applied Pending")
-		mustContain(t, "history as admin", c.ok("history", testID), "secured")
+		mustContain(t, "history as admin", c.ok("history", "-o", "wide", testID), "secured")
 	})
 
 	t.Run("a reader reads, and is refused a command at once", func(t *testing.T) {

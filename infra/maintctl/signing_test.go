@@ -41,7 +41,7 @@ func TestUp_RequireSignaturesRefusesUnsignedAndTrustsTheSigner(t *testing.T) {
 
 	out := c.ok("pending", id, "--actor", "mallory", "--sign-key", seedFile)
 	mustContain(t, "signed", out, "applied", "Pending")
-	hist := c.ok("history", id)
+	hist := c.ok("history", "-o", "wide", id)
 	mustContain(t, "history", hist, "Unauthorized", "alice")
 	if u.stop().err != nil {
 		t.Fatal("up did not stop cleanly")

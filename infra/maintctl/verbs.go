@@ -62,16 +62,38 @@ func (a *app) commandVerbs() []*cobra.Command {
 reason. A new announcement replaces the previous window and reason. Refused while an update
 is in progress (unless --force).
 
---window-start and --window-end take RFC 3339 times (2025-04-01T02:00:00Z) or an offset from
-now (+2h, +90m); give both or neither.`,
-			example: "  maintctl pending --reason \"planned upgrade\" --window-start 2025-04-01T02:00:00Z --window-end 2025-04-01T06:00:00Z " + exampleID + "\n  maintctl pending " + exampleID + " --window-start +1h --window-end +3h",
+--window-start and --window-end take RFC 3339 times (2026-04-01T02:00:00Z), a date alone
+(2026-04-01: midnight UTC) or an offset from now (+2h, +14d); give both or neither.`,
+			example: "  maintctl pending --reason \"planned upgrade\" --window-start 2026-04-01T02:00:00Z --window-end 2026-04-01T06:00:00Z " + exampleID + "\n  maintctl pending " + exampleID + " --window-start +14d --window-end +14d4h",
 			flags: func(c *cobra.Command) {
-				c.Flags().StringVar(&windowStart, "window-start", "", "start of the maintenance window (RFC 3339, or +DURATION from now)")
-				c.Flags().StringVar(&windowEnd, "window-end", "", "end of the maintenance window (RFC 3339, or +DURATION from now)")
+				c.Flags().StringVar(&windowStart, "window-start", "", "start of the maintenance window (RFC 3339, a date, or +DURATION from now: +14d)")
+				c.Flags().StringVar(&windowEnd, "window-end", "", "end of the maintenance window (RFC 3339, a date, or +DURATION from now)")
 			},
 			build: func(cmd *domain.Command) error {
 				cmd.Task = domain.TaskPending
 				w, err := parseWindow(windowStart, windowEnd, time.Now())
+				cmd.Window = w
+				return err
+			},
+		},
+		{
+			use:   "reschedule",
+			short: "Move an announced window (task Reschedule), as a customer may",
+			long: `Move the announced window of an entity that is Pending: the state stays Pending with its
+stateSince, the window is replaced and a new series of notices starts. Allowed only when the
+customer's policy in force allows rescheduling (allowReschedule), the new start is at least
+1 hour away and the announced one more than 5 minutes away, and the new window fits the
+policy's windows and blackouts (the notice in force does not apply: the customer chose).
+Without --window-end the window keeps its length. A customer signer (--sign-key) may send it
+for the entities of its scopes; an admin for any. --force changes nothing here.`,
+			example: "  maintctl reschedule --window-start 2026-11-23T21:00:00Z " + exampleID + "\n  maintctl reschedule " + exampleID + " --window-start +72h --window-end +76h",
+			flags: func(c *cobra.Command) {
+				c.Flags().StringVar(&windowStart, "window-start", "", "the new start of the window (RFC 3339, or +DURATION from now; required)")
+				c.Flags().StringVar(&windowEnd, "window-end", "", "the new end (default: the start plus the announced window's length)")
+			},
+			build: func(cmd *domain.Command) error {
+				cmd.Task = domain.TaskReschedule
+				w, err := parseReschedule(windowStart, windowEnd, time.Now())
 				cmd.Window = w
 				return err
 			},
@@ -87,6 +109,7 @@ Update tasks: ` + taskNames(domain.UpdateTasks) + `.`,
 			example: "  maintctl start " + exampleID + "\n  maintctl start --task CertificatesRenewal " + exampleID,
 			flags: func(c *cobra.Command) {
 				c.Flags().StringVar(&task, "task", string(domain.TaskEverything), "the update task: "+taskNames(domain.UpdateTasks))
+				a.completeFlag(c, "task", completeWords(domain.UpdateTasks...))
 			},
 			build: func(cmd *domain.Command) error {
 				t, ok := parseUpdateTask(task)
@@ -148,16 +171,30 @@ CustomerActionNeeded. Refused while an update is in progress (unless --force).`,
 				return nil
 			},
 		},
+		{
+			use:   "forget",
+			short: "Take an entity out of the signal (task Forget): no metrics, no notices",
+			long: `Take an entity out of the signal: from the next tick it has no status points and no notices,
+and ` + "`list`" + ` leaves it out. Its history stays (` + "`maintctl history`" + `), and a later command tracks it
+again as if it were new. For an entity that no longer exists, or one a mistyped resource ID
+created. Refused while an update is in progress (unless --force).`,
+			example: "  maintctl forget --reason \"cluster deleted\" " + exampleID + "\n  maintctl forget c9",
+			build: func(cmd *domain.Command) error {
+				cmd.Task = domain.TaskForget
+				return nil
+			},
+		},
 	}
 	out := make([]*cobra.Command, 0, len(specs))
 	for _, s := range specs {
 		var f verbFlags
 		c := &cobra.Command{
-			Use:     s.use + " [flags] RESOURCE-ID",
-			Short:   s.short,
-			Long:    s.long + "\n\nThe command waits for its own outcome event and prints it with the new record. A rejected\nor dead-lettered command prints the code, target and message and exits with status 2.",
-			Example: s.example,
-			Args:    oneResourceID,
+			Use:               s.use + " [flags] RESOURCE-ID",
+			Short:             s.short,
+			Long:              s.long + "\n\nThe command waits for its own outcome event and prints it with the new record. A rejected\nor dead-lettered command prints the code, target and message and exits with status 2.",
+			Example:           s.example,
+			Args:              oneResourceID,
+			ValidArgsFunction: a.completeIDs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				c := domain.Command{
 					ResourceID: args[0],
@@ -201,6 +238,8 @@ func (a *app) send(ctx context.Context, c domain.Command, f verbFlags) error {
 	defer cl.Close()
 
 	if f.noWait {
+		// Whether the entity is tracked, at best (a read that fails says nothing).
+		before, berr := cl.Get(ctx, c.ResourceID)
 		seq, dup, err := cl.PublishOnly(ctx, c)
 		if err != nil {
 			return a.sendError(err)
@@ -213,6 +252,9 @@ func (a *app) send(ctx context.Context, c domain.Command, f verbFlags) error {
 			note = " (the stream already held this id: nothing new stored)"
 		}
 		_, err = fmt.Fprintf(a.stdout, "stored command %s (%s) for %s as %s sequence %d%s\n", c.ID, c.Task, c.ResourceID, domain.CommandsStream, seq, note)
+		if berr == nil && !before.Tracked() && c.Task != domain.TaskForget {
+			fmt.Fprintf(a.stderr, "note: %s is not tracked: once this command is applied, it is exported to the health system (a mistyped ID? see `maintctl list`)\n", c.ResourceID)
+		}
 		return err
 	}
 
@@ -226,7 +268,18 @@ func (a *app) send(ctx context.Context, c domain.Command, f verbFlags) error {
 	if perr := a.printResult(res); perr != nil && err == nil {
 		err = perr
 	}
+	if res.Tracks {
+		fmt.Fprintf(a.stderr, "note: %s was not tracked before: it is now exported to the health system, from the next tick (if the ID is mistyped: `maintctl forget %s`)\n", c.ResourceID, shellQuote(c.ResourceID))
+	}
 	return err
+}
+
+// shellQuote quotes s for a shell command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-=:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (a *app) sendError(err error) error {
@@ -265,6 +318,9 @@ func (a *app) printResult(res *client.Result) error {
 		}
 		if ev.Message != "" {
 			line += "; " + ev.Message
+		}
+		if ev.Task == domain.TaskForget {
+			line += "; out of the signal from the next tick, its history kept"
 		}
 	case domain.OutcomeDuplicate:
 		line = fmt.Sprintf("duplicate %s: command id %s was applied before; nothing changed", ev.Task, ev.CommandID)
@@ -317,21 +373,24 @@ func parseWindow(start, end string, now time.Time) (*domain.Window, error) {
 	return &domain.Window{Start: s, End: e}, nil
 }
 
-// parseTime reads an RFC 3339 time or +DURATION from now.
-func parseTime(s string, now time.Time) (time.Time, error) {
-	if strings.HasPrefix(s, "+") {
-		d, err := time.ParseDuration(s[1:])
-		if err != nil {
-			return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2025-04-01T02:00:00Z) or +DURATION (+2h)", s)
-		}
-		return now.Add(d).UTC().Truncate(time.Second), nil
+// parseReschedule reads a Reschedule's --window-start (required) and --window-end (optional).
+func parseReschedule(start, end string, now time.Time) (*domain.Window, error) {
+	if start == "" {
+		return nil, errors.New("reschedule needs --window-start: the new start of the window")
 	}
-	t, err := time.Parse(time.RFC3339, s)
+	if end != "" {
+		return parseWindow(start, end, now)
+	}
+	s, err := parseTime(start, now)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2025-04-01T02:00:00Z) or +DURATION (+2h)", s)
+		return nil, fmt.Errorf("--window-start: %w", err)
 	}
-	return t.UTC(), nil
+	return &domain.Window{Start: s}, nil
 }
+
+// parseTime reads a time as people write one (domain.ParseTime): RFC 3339, a date alone
+// (midnight UTC), or an offset from now (+2h, +14d).
+func parseTime(s string, now time.Time) (time.Time, error) { return domain.ParseTime(s, now) }
 
 // parseUpdateTask accepts an update task in any casing and returns its exact name.
 func parseUpdateTask(s string) (domain.Task, bool) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -43,23 +44,28 @@ func buildVersion() versionInfo {
 func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version of this binary (module, Go version, VCS revision when built from a checkout)",
+		Short: "Print the version of this binary (module, Go, VCS revision)",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := buildVersion()
 			if a.json() {
 				return a.writeJSON(v)
 			}
-			a.printf("maintctl %s (%s, %s)", v.Version, v.Module, v.GoVersion)
-			if v.Revision != "" {
-				mod := ""
-				if v.Modified {
-					mod = ", modified"
-				}
-				a.printf(" revision %s%s", v.Revision, mod)
-			}
-			a.printf("\n")
+			a.printf("%s\n", v.line())
 			return nil
 		},
 	}
+}
+
+// line is the version for people, as `maintctl version` and `maintctl --version` print it.
+func (v versionInfo) line() string {
+	s := fmt.Sprintf("maintctl %s (%s, %s)", v.Version, v.Module, v.GoVersion)
+	if v.Revision != "" {
+		mod := ""
+		if v.Modified {
+			mod = ", modified"
+		}
+		s += fmt.Sprintf(" revision %s%s", v.Revision, mod)
+	}
+	return s
 }

@@ -47,7 +47,7 @@ func TestUp_ServesTheWebView(t *testing.T) {
 		code, p := fleetJSON(t, m[1])
 		return code == http.StatusOK && p.Entities == 1 && len(p.Rows) == 1 && p.Rows[0].ResourceID == testID
 	})
-	mustContain(t, "up output", u.out.String(), "functions: command, emitter, notices, webhook, web")
+	mustContain(t, "up output", u.out.String(), "functions: command, emitter, notices, webhook, policies, web")
 	if r := u.stop(); r.err != nil {
 		t.Errorf("up: %v", r.err)
 	}

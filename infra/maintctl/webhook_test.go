@@ -70,7 +70,8 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 		out = c.ok("dlq", "list")
 		return strings.Contains(out, "crm")
 	})
-	mustContain(t, "dlq list", out, "WEBHOOK", testID, "Pending", "w-1:1", "crm", "HTTP 404")
+	mustContain(t, "dlq list", out, "WEBHOOK", "rg-1/c1", "Pending", "crm", "HTTP 404")
+	mustContain(t, "dlq list -o wide", c.ok("dlq", "list", "-o", "wide"), testID, "w-1:1")
 	docs := decodeJSON[[]letterJSON](t, c.ok("dlq", "list", "-o", "json"))
 	if len(docs) != 1 || docs[0].Subscription != "crm" || docs[0].CommandID != "w-1:1" || docs[0].ResourceID != testID {
 		t.Fatalf("dlq list -o json = %+v", docs)
@@ -79,7 +80,16 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 	refuse = false
 	mu.Unlock()
 	seq := strconv.FormatUint(docs[0].Seq, 10)
-	mustContain(t, "replay", c.ok("dlq", "replay", seq), "replayed dead letter "+seq+": event w-1:1", "to webhook crm", "now MAINT_WEBHOOK sequence ")
+	if out := c.ok("dlq", "list", "-o", "name"); out != seq+"\n" {
+		t.Errorf("dlq list -o name = %q, want the sequence", out)
+	}
+	mustContain(t, "dlq list of another subscription", c.ok("dlq", "list", "--subscription", "pager"), "no dead letter")
+	mustContain(t, "dlq list since an hour ago", c.ok("dlq", "list", "--since", "1h", "--subscription", "crm"), "crm", "HTTP 404")
+	mustContain(t, "dlq replay of another subscription", c.ok("dlq", "replay", "--subscription", "pager"), "no dead letter to replay")
+	if r := c.run("dlq", "replay", "--subscription", "crm", seq); r.err == nil || !strings.Contains(r.err.Error(), "not both") {
+		t.Errorf("dlq replay SEQ with --subscription: %v", r.err)
+	}
+	mustContain(t, "replay", c.ok("dlq", "replay", "--subscription", "crm"), "replayed dead letter "+seq+": event w-1:1", "to webhook crm", "now MAINT_WEBHOOK sequence ")
 	testenv.Eventually(t, 10*time.Second, "the replayed delivery", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

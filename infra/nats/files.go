@@ -36,6 +36,7 @@ keeps its own seed):
   MAINT_EMITTER_NKEY   maintctl function emitter (and notices, webhook)
   MAINT_CAMPAIGN_NKEY  maintctl function campaign (it announces campaigns' windows)
   MAINT_READER_NKEY    dashboards and integrators (read only)
+  MAINT_CUSTOMER_NKEY  a customer's tooling: its policies and reschedules (signed)
 and put the server certificate, its key and the CA under /etc/nats/tls.
 Clients connect with tls://HOST:4222, their seed (--nkey FILE) and the CA (--tlsca FILE), and
 with the inbox prefix of their role (--inbox-prefix _INBOX_<role>).`,
@@ -65,7 +66,7 @@ func ClusterNode() File {
 Each node runs nats-server -c cluster.conf with NATS_SERVER_NAME set to its own stable name
 (nats-0, nats-1, nats-2) and the same MAINT_*_NKEY public keys as single.conf describes:
   MAINT_OPERATOR_NKEY MAINT_ADMIN_NKEY MAINT_UPDATER_NKEY
-  MAINT_COMMAND_NKEY MAINT_EMITTER_NKEY MAINT_CAMPAIGN_NKEY MAINT_READER_NKEY
+  MAINT_COMMAND_NKEY MAINT_EMITTER_NKEY MAINT_CAMPAIGN_NKEY MAINT_READER_NKEY MAINT_CUSTOMER_NKEY
 Node certificates under /etc/nats/tls serve clients and routes: they need the host names in
 their subject alternative names and both the serverAuth and clientAuth key usages.
 Clients connect with NATS_URL=tls://nats-0:4222,tls://nats-1:4222,tls://nats-2:4222, their

@@ -28,8 +28,9 @@ const (
 	// the bucket and consumers (the whole JetStream API). It sends no commands and writes no
 	// records.
 	RoleOperator Role = "operator"
-	// RoleAdmin is an SRE or maintctl: sends commands, reads records, events and dead letters,
-	// and replays dead letters (which removes them from MAINT_DLQ).
+	// RoleAdmin is an SRE or maintctl: sends commands and policy commands, reads records,
+	// events, dead letters and policies, and replays dead letters (which removes them from
+	// MAINT_DLQ).
 	RoleAdmin Role = "admin"
 	// RoleUpdater is whatever performs an update and reports its outcome. NATS permissions are
 	// per subject and the task is in the body, so at the NATS level an updater may publish any
@@ -46,13 +47,19 @@ const (
 	// publishing commands (the campaigns' announcements and withdrawals, signed with its own
 	// key where signatures are required) but no record, outcome event, notice or dead letter.
 	RoleCampaign Role = "campaign"
-	// RoleReader reads records, outcome events and notices (dashboards, integrators), and what
-	// the functions of infra/registry whose role it is read (the web view: the policies and the
-	// campaigns' state), nothing else.
+	// RoleReader reads records, outcome events, notices and policies (dashboards,
+	// integrators), and what the functions of infra/registry whose role it is read (the web
+	// view: the campaigns' state), nothing else.
 	RoleReader Role = "reader"
+	// RoleCustomer is a customer's tooling: it publishes commands and policy commands and
+	// reads what a reader reads. As for an updater, NATS cannot tell one task or scope from
+	// another: what takes effect is decided by the signature (a customer signer may set the
+	// policies of its scopes and reschedule their entities, nothing else). A key is one subject
+	// token, so NATS cannot confine its reads to its own entities either.
+	RoleCustomer Role = "customer"
 )
 
-var roles = []Role{RoleOperator, RoleAdmin, RoleUpdater, RoleFunction, RoleCampaign, RoleReader}
+var roles = []Role{RoleOperator, RoleAdmin, RoleUpdater, RoleFunction, RoleCampaign, RoleReader, RoleCustomer}
 
 // Roles lists every role.
 func Roles() []Role { return slices.Clone(roles) }
@@ -88,9 +95,9 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		}
 	case RoleAdmin:
 		pub = slices.Concat(
-			[]string{domain.CommandPrefix + "*"},
+			[]string{domain.CommandPrefix + "*", domain.PolicyPrefix + "*"},
 			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.DLQStream),
-			readStream(domain.NoticesStream),
+			readStream(domain.NoticesStream), readStream(domain.PoliciesBucketStream),
 			// `maintctl dlq replay` deletes the dead letter it sent through again; a webhook
 			// delivery's goes back to its subscription through MAINT_WEBHOOK.
 			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream, domain.WebhookReplayPrefix + ">"},
@@ -111,8 +118,11 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		// outcome events, notices and dead letters; it may NOT publish commands (a
 		// compromised function cannot forge an admin's command).
 	case RoleReader:
-		// And what its functions read (the web view: the policies and the campaigns' state).
-		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
+		pub = reads()
+		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
+	case RoleCustomer:
+		// Reads too: client.Send and SendPolicy wait for the outcome and read the record.
+		pub = slices.Concat([]string{domain.CommandPrefix + "*", domain.PolicyPrefix + "*"}, reads())
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
@@ -176,6 +186,11 @@ func readStream(s string) []string {
 		api + "CONSUMER.DELETE." + s + ".*",
 		api + "CONSUMER.MSG.NEXT." + s + ".*",
 	}
+}
+
+// reads are a reader's: records, outcome events, notices and policies.
+func reads() []string {
+	return slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream), readStream(domain.PoliciesBucketStream))
 }
 
 // getOnly lets a role read single messages of a stream, without consumers of its own.
@@ -269,6 +284,8 @@ var adminPlane = []string{
 	api + "STREAM.MSG.DELETE." + domain.NoticesStream,
 	api + "STREAM.MSG.DELETE." + domain.ScheduleStream,
 	api + "STREAM.MSG.DELETE." + kvStream,
+	api + "STREAM.MSG.DELETE." + domain.PoliciesStream,
+	api + "STREAM.MSG.DELETE." + domain.PoliciesBucketStream,
 }
 
 const unpinAny = api + "CONSUMER.UNPIN.>"
@@ -295,13 +312,19 @@ func denied(r Role) []string {
 		// Only the functions write records, outcome events and dead letters: a forged
 		// "applied" event would make maintctl report a change that never happened.
 		d = append(d, KVSubjects, domain.EventPrefix+">", domain.DLQPrefix+">", domain.NoticePrefix+">")
+		// Nor the policies in force: a policy takes effect only through a policy command.
+		d = append(d, domain.PolicySubject(">"))
 	}
 	if r != RoleAdmin {
 		// Only an admin's replay sends a webhook delivery again.
 		d = append(d, domain.WebhookReplayPrefix+">")
 	}
 	if r == RoleFunction || r == RoleReader {
-		d = append(d, domain.CommandPrefix+">")
+		d = append(d, domain.CommandPrefix+">", domain.PolicyPrefix+">")
+	}
+	if r == RoleCampaign {
+		// It announces and withdraws windows; a customer's policy is not its to set.
+		d = append(d, domain.PolicyPrefix+">")
 	}
 	if r != RoleAdmin {
 		d = append(d, api+"STREAM.MSG.DELETE."+domain.DLQStream)

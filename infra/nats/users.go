@@ -90,5 +90,6 @@ func DefaultUsers() []User {
 		{Name: "emitter", Role: RoleFunction, Nkey: "$MAINT_EMITTER_NKEY"},
 		{Name: "campaign", Role: RoleCampaign, Nkey: "$MAINT_CAMPAIGN_NKEY"},
 		{Name: "reader", Role: RoleReader, Nkey: "$MAINT_READER_NKEY"},
+		{Name: "customer", Role: RoleCustomer, Nkey: "$MAINT_CUSTOMER_NKEY"},
 	}
 }

@@ -193,9 +193,21 @@ func Streams(c Config) []jetstream.StreamConfig {
 		{
 			Name:        domain.EventsStream,
 			Description: "Maintenance-signal outcome events, one per command (audit history)",
-			Subjects:    []string{domain.EventPrefix + "*", domain.CampaignEventPrefix + "*"},
+			// Entities' events, policy commands' one token deeper (their readers apart), and the
+			// campaigns' events.
+			Subjects:   []string{domain.EventPrefix + "*", domain.PolicyEventPrefix + "*", domain.CampaignEventPrefix + "*"},
+			Retention:  jetstream.LimitsPolicy,
+			MaxAge:     c.EventsMaxAge,
+			Duplicates: c.DuplicateWindow,
+			Storage:    c.Storage,
+			Replicas:   c.Replicas,
+		},
+		{
+			Name:        domain.PoliciesStream,
+			Description: "Maintenance-signal policy commands: customers' maintenance policies set and deleted (audit, replay)",
+			Subjects:    []string{domain.PolicyPrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.EventsMaxAge,
+			MaxAge:      c.CommandsMaxAge,
 			Duplicates:  c.DuplicateWindow,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
@@ -254,6 +266,19 @@ func Bucket(c Config) jetstream.KeyValueConfig {
 		Bucket:      domain.Bucket,
 		Description: "Current maintenance record of every entity",
 		History:     1,
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}
+}
+
+// PoliciesBucket returns the policies bucket's configuration: the policy in force of each
+// scope, with the history by which the command function judges a command by the policy of its
+// stored time (domain.PoliciesHistory revisions of each scope).
+func PoliciesBucket(c Config) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      domain.PoliciesBucket,
+		Description: "Customers' maintenance policies, by scope, with their recent revisions",
+		History:     domain.PoliciesHistory,
 		Storage:     c.Storage,
 		Replicas:    c.Replicas,
 	}
@@ -330,7 +355,7 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
 	}
-	rep = append(rep, ensureBucket(ctx, js, Bucket(c)))
+	rep = append(rep, ensureBucket(ctx, js, Bucket(c)), ensureBucket(ctx, js, PoliciesBucket(c)))
 	for _, b := range CampaignBuckets(c) {
 		rep = append(rep, ensureBucket(ctx, js, b))
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"maintsignals/functions/campaign"
-	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
 )
@@ -25,7 +24,6 @@ const (
 	CampaignsStream         = "KV_" + domain.CampaignsBucket
 	CampaignEntitiesStream  = "KV_" + domain.CampaignEntitiesBucket
 	CampaignListsStream     = "OBJ_" + domain.CampaignListsBucket
-	PoliciesStream          = "KV_" + campaignstore.PoliciesBucket
 	CampaignsSubjects       = "$KV." + domain.CampaignsBucket + ".>"
 	CampaignEntitySubjects  = "$KV." + domain.CampaignEntitiesBucket + ".>"
 	CampaignListsSubjects   = "$O." + domain.CampaignListsBucket + ".>"
@@ -51,7 +49,7 @@ func campaignFunction() Function {
 		// the policies.
 		Access: Access{
 			Publish: []string{domain.CommandPrefix + "*", domain.CampaignEventPrefix + "*", CampaignsSubjects, CampaignEntitySubjects},
-			Read:    []string{CampaignsStream, CampaignEntitiesStream, domain.EventsStream, CampaignListsStream, RecordsStream, PoliciesStream},
+			Read:    []string{CampaignsStream, CampaignEntitiesStream, domain.EventsStream, CampaignListsStream, RecordsStream, domain.PoliciesBucketStream},
 			Get:     []string{domain.ScheduleStream},
 		},
 		Flags: campaignFlags,
@@ -75,8 +73,10 @@ func campaignCommands(t Topology) Consumer {
 
 func campaignFlags(fs *pflag.FlagSet) Instance {
 	var cfg campaign.Config
-	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, minNoticeUsage)
-	authority := signerFlags(fs, &cfg.MaxCommandAge)
+	// The command function's --min-notice: `up` gives both the one value, so that the plan
+	// leaves each window the notice the command function asks for.
+	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum); a customer's policy may ask for more")
+	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	key := fs.String("signing-key", "", "file with the nkey seed (SU…) the campaign function signs its announcements and withdrawals with; its public key goes into the command function's --signers with the role campaign")
 	signer := func() (nkeys.KeyPair, error) {
 		if *key == "" {
@@ -88,28 +88,26 @@ func campaignFlags(fs *pflag.FlagSet) Instance {
 		}
 		return kp, nil
 	}
-	return Instance{
-		Check: func(ctx context.Context, log *slog.Logger) error {
-			if _, err := signer(); err != nil {
-				return err
-			}
-			return authority.check(ctx, log)
-		},
-		Run: func(ctx context.Context, env Env) error {
-			kp, err := signer()
-			if err != nil {
-				return err
-			}
-			auth, err := authority.load(ctx, env.Log)
-			if err != nil {
-				return err
-			}
-			c := cfg
-			c.Signer, c.Tick, c.Logger, c.Meters, c.Telemetry = kp, env.Tick, env.Log, env.Tel.MeterProvider(), env.Tel
-			if auth != nil {
-				c.Auth = auth
-			}
-			return campaign.Run(ctx, env.JS, c)
-		},
+	inst := authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
+		kp, err := signer()
+		if err != nil {
+			return err
+		}
+		c := cfg
+		c.Signer, c.Tick, c.Logger, c.Meters, c.Telemetry = kp, env.Tick, env.Log, env.Tel.MeterProvider(), env.Tel
+		if auth != nil {
+			c.Auth = auth
+		}
+		return campaign.Run(ctx, env.JS, c)
+	})
+	// A seed that does not load fails the check before anything starts, as a bad signers
+	// file does.
+	check := inst.Check
+	inst.Check = func(ctx context.Context, log *slog.Logger) error {
+		if _, err := signer(); err != nil {
+			return err
+		}
+		return check(ctx, log)
 	}
+	return inst
 }

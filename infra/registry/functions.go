@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,6 +14,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
 	"maintsignals/functions/notices"
+	"maintsignals/functions/policies"
 	"maintsignals/functions/webhook"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -32,7 +34,8 @@ func commandFunction() Function {
 		Serves:    []Serve{{Stream: domain.CommandsStream, Consumer: "*", Prefix: domain.CommandConsumerPrefix, Pinned: true}},
 		Access: Access{
 			Publish: []string{domain.EventPrefix + "*", domain.DLQPrefix + "*", RecordSubjects},
-			Read:    []string{RecordsStream},
+			// Its view of the policies: every revision the bucket keeps, followed live.
+			Read: []string{RecordsStream, domain.PoliciesBucketStream},
 			// A redelivered command checks whether its outcome is already out (the last event of
 			// its entity).
 			Get: []string{domain.EventsStream},
@@ -72,66 +75,146 @@ func commandConsumers(t Topology) []Consumer {
 }
 
 func commandFlags(fs *pflag.FlagSet) Instance {
-	var cfg command.Config
-	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, minNoticeUsage)
-	authority := signerFlags(fs, &cfg.MaxCommandAge)
+	var (
+		cfg       command.Config
+		idPattern string
+	)
+	fs.DurationVar(&cfg.MinNotice, "min-notice", 0, "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum); a customer's policy may ask for more")
+	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
+	fs.StringVar(&idPattern, "resource-id-pattern", "", "refuse commands whose resource ID this regular expression (RE2) does not match, InvalidParameter on resourceId; Forget is exempt (default: any ID; ARM IDs: see the docs)")
+	pattern := func() (*regexp.Regexp, error) {
+		if idPattern == "" {
+			return nil, nil
+		}
+		re, err := regexp.Compile(idPattern)
+		if err != nil {
+			return nil, fmt.Errorf("--resource-id-pattern: %w", err)
+		}
+		return re, nil
+	}
+	inst := authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
+		re, err := pattern()
+		if err != nil {
+			return err
+		}
+		c := cfg
+		c.Log, c.Meters, c.ResourceIDPattern = env.Log, env.Tel.MeterProvider(), re
+		if auth != nil {
+			c.Auth = auth
+		}
+		return command.Run(ctx, env.JS, c)
+	})
+	// A bad pattern fails the check before anything starts, as a bad signers file does.
+	check := inst.Check
+	inst.Check = func(ctx context.Context, log *slog.Logger) error {
+		if _, err := pattern(); err != nil {
+			return err
+		}
+		return check(ctx, log)
+	}
+	return inst
+}
+
+// signers is the signing policy of --signers and --require-signatures, which the command and
+// policies functions share (one file: its admins, updaters and customers).
+type signers struct {
+	file     string
+	required bool
+}
+
+// signingFlags adds the signing flags, maxAge's included, and returns what they set.
+func signingFlags(fs *pflag.FlagSet, maxAge *time.Duration) *signers {
+	s := &signers{}
+	fs.StringVar(&s.file, "signers", "", `JSON file of the keys allowed to sign commands, read again when it changes: [{"name":"alice", "publicKeys":["U…"], "roles":["admin"]}] (roles: admin, updater, customer with "scopes", campaign)`)
+	fs.BoolVar(&s.required, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
+	fs.DurationVar(maxAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
+	return s
+}
+
+// load reads the signers file (nil: none) and follows it until ctx ends, so that keys rotate
+// without a restart.
+func (s *signers) load(ctx context.Context, log *slog.Logger) (*signing.Watched, error) {
+	switch {
+	case s.file == "" && s.required:
+		return nil, errors.New("--require-signatures needs --signers FILE")
+	case s.file == "":
+		return nil, nil
+	}
+	return signing.Watch(ctx, s.file, s.required, signing.DefaultWatchEvery, log)
+}
+
+// instance checks the signers file before anything starts and runs run with its policy (nil:
+// none; a nil *signing.Watched must not become a non-nil interface).
+func (s *signers) instance(run func(ctx context.Context, env Env, auth *signing.Watched) error) Instance {
 	return Instance{
-		Check: authority.check,
+		Check: func(ctx context.Context, log *slog.Logger) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			_, err := s.load(ctx, log)
+			return err
+		},
 		Run: func(ctx context.Context, env Env) error {
-			auth, err := authority.load(ctx, env.Log)
+			auth, err := s.load(ctx, env.Log)
 			if err != nil {
 				return err
 			}
-			c := cfg
-			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
-			if auth != nil {
-				c.Auth = auth
-			}
-			return command.Run(ctx, env.JS, c)
+			return run(ctx, env, auth)
 		},
 	}
 }
 
-// minNoticeUsage is --min-notice, which the command function enforces and the campaign
-// function plans with: `up` gives both the one value.
-const minNoticeUsage = "refuse a Pending whose window starts sooner than this after the command is handled, unless forced (0: no minimum)"
-
-// authority is the signing policy of --signers and --require-signatures.
-type authority struct {
-	signers  *string
-	required *bool
-}
-
-// signerFlags adds the flags of who may sign commands, which the command function and the
-// campaign function share, and --max-command-age into maxAge.
-func signerFlags(fs *pflag.FlagSet, maxAge *time.Duration) authority {
-	a := authority{signers: new(string), required: new(bool)}
-	fs.StringVar(a.signers, "signers", "", `JSON file of the keys allowed to sign commands: [{"name":"alice","publicKeys":["U…"],"roles":["admin"]}] (roles: admin, updater, campaign); read again when it changes`)
-	fs.BoolVar(a.required, "require-signatures", false, "refuse unsigned commands (Unauthorized); needs --signers")
-	fs.DurationVar(maxAge, "max-command-age", command.DefaultMaxCommandAge, "a signed command issued longer before the stream stored it is refused (Unauthorized, expired)")
-	return a
-}
-
-// load reads the signing policy (nil: none) and follows the signers file until ctx ends, so
-// that keys rotate without a restart.
-func (a authority) load(ctx context.Context, log *slog.Logger) (*signing.Watched, error) {
-	switch {
-	case *a.signers == "" && *a.required:
-		return nil, errors.New("--require-signatures needs --signers FILE")
-	case *a.signers == "":
-		return nil, nil
+func policiesFunction() Function {
+	return Function{
+		Name:      "policies",
+		About:     "applies policy commands: customers' maintenance policies set and deleted (MAINT_POLICIES)",
+		Role:      roleFunction,
+		Drain:     function.DefaultDrainTimeout,
+		Consumers: policiesConsumers,
+		Serves:    []Serve{{Stream: domain.PoliciesStream, Consumer: domain.PoliciesConsumer, Pinned: true}},
+		Access: Access{
+			// It writes the revisions (a compare-and-swap on the subject's last sequence) and
+			// publishes the outcomes and dead letters.
+			Publish: []string{domain.PolicyEventPrefix + "*", domain.DLQPrefix + "*", domain.PolicySubject(">")},
+			// It reads a scope's last revision with its header, and a redelivered command the
+			// last outcome of its scope.
+			Get: []string{domain.PoliciesBucketStream, domain.EventsStream},
+		},
+		Flags: policiesFlags,
 	}
-	return signing.Watch(ctx, *a.signers, *a.required, signing.DefaultWatchEvery, log)
 }
 
-// check validates the flags before anything runs.
-func (a authority) check(ctx context.Context, log *slog.Logger) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	_, err := a.load(ctx, log)
-	return err
+// policiesConsumers is the policies function's one consumer: pinned to one replica at a time,
+// scopes in stream order, as a command partition.
+func policiesConsumers(t Topology) []Consumer {
+	return []Consumer{{Stream: domain.PoliciesStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:        domain.PoliciesConsumer,
+		Description:    "policies function: policy commands, by scope in stream order",
+		FilterSubject:  domain.PolicyPrefix + "*",
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{domain.PoliciesPriorityGroup},
+		PinnedTTL:      domain.PinnedTTL(t.AckWait),
+		MaxAckPending:  t.InFlight,
+		AckWait:        t.AckWait,
+		MaxDeliver:     -1, // the runtime dead-letters at its budget, as for commands
+		Replicas:       t.Replicas,
+	}}}
+}
+
+func policiesFlags(fs *pflag.FlagSet) Instance {
+	var cfg policies.Config
+	authority := signingFlags(fs, &cfg.MaxCommandAge)
+	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
+		c := cfg
+		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+		if auth != nil {
+			c.Auth = auth
+		}
+		return policies.Run(ctx, env.JS, c)
+	})
 }
 
 func emitterFunction() Function {
@@ -143,9 +226,10 @@ func emitterFunction() Function {
 		Drain:     emitter.DefaultExportTimeout + 5*time.Second,
 		Consumers: shardConsumers(domain.EmitterShardConsumer, "emitter function"),
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.EmitterShardPrefix, Pinned: true}},
-		// It scans the bucket; a lone replica reads the tick interval from the schedule; it
-		// finds the shard consumers that provisioning created.
-		Access: Access{Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream}, API: []string{scheduleConsumerNames}},
+		// It scans the bucket and follows the policies (cluster.maintenance.conflicts); a lone
+		// replica reads the tick interval from the schedule; it finds the shard consumers that
+		// provisioning created.
+		Access: Access{Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream}, API: []string{scheduleConsumerNames}},
 		Flags:  emitterFlags,
 	}
 }
@@ -171,15 +255,15 @@ func stuckAfterFlag(fs *pflag.FlagSet, v *time.Duration) {
 func noticesFunction() Function {
 	return Function{
 		Name:      "notices",
-		About:     "publishes lifecycle notices (reminders, due, overdue, stuck) on each tick",
+		About:     "publishes lifecycle notices (reminders, due, overdue, stuck) and policy conflicts on each tick",
 		Role:      roleFunction,
 		Tick:      true,
 		Drain:     notices.DefaultRunTimeout + 5*time.Second,
 		Consumers: shardConsumers(domain.NoticesShardConsumer, "notices function"),
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.NoticesShardPrefix, Pinned: true}},
-		// It scans the bucket and reads the last notice of an entity; it finds its shard
-		// consumers.
-		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
+		// It scans the bucket, follows the policies (the conflict notices) and reads the last
+		// notice of an entity; it finds its shard consumers.
+		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
 			API: []string{scheduleConsumerNames}},
 		Flags: noticesFlags,
 	}
@@ -282,7 +366,7 @@ func webhookFlags(fs *pflag.FlagSet) Instance {
 		cfg           webhook.Config
 		subscriptions string
 	)
-	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name","url","secret":"whsec_…","types":[…],"states":[…],"resourcePrefix","caFile"}]`)
+	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name", "url", "secret":"whsec_…", "types":[…], "states":[…], "resourcePrefix", "caFile"}]`)
 	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
 	return Instance{
 		Idle: func() bool { return subscriptions == "" },

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/spf13/pflag"
+
+	"maintsignals/infra/cli"
 )
 
 // Bound is a set of functions bound to the flags of one command line.
@@ -31,6 +33,9 @@ func Bind(fs *pflag.FlagSet, fns []Function) *Bound {
 	for _, f := range fns {
 		own := pflag.NewFlagSet(f.Name, pflag.ContinueOnError)
 		b.Instances = append(b.Instances, f.Flags(own))
+		// Durations read and print days (14d, 400d), alike in every function's copy of a
+		// shared flag, so that Sync hands one's value to the others as it was read.
+		cli.UseDays(own)
 		own.VisitAll(func(fl *pflag.Flag) {
 			owners[fl.Name] = append(owners[fl.Name], f.Name)
 			if first := fs.Lookup(fl.Name); first != nil {

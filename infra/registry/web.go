@@ -30,7 +30,7 @@ func webFunction() Function {
 		// It follows the records, the policies and the campaigns' buckets, and reads the events
 		// (an entity's history, a campaign's lifecycle) and the notices.
 		Access: Access{Read: []string{RecordsStream, domain.EventsStream, domain.NoticesStream,
-			"KV_" + domain.PoliciesBucket, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}},
+			domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}},
 		Flags: webFlags,
 	}
 }

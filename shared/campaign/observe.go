@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/policy"
 )
 
 // Observe is what an outcome event of the entity of key (from maint.evt.<key>) does to its
@@ -45,7 +44,7 @@ func Observe(c *Campaign, set Settings, key string, e Entity, ev domain.Event) E
 		to, why = PhaseFailed, truncate(ev.Error, 256)
 	case ev.Task == domain.TaskPending:
 		to, why = PhaseSuperseded, fmt.Sprintf("its window was replaced by command %s", truncate(ev.CommandID, 128))
-	case ev.Task == policy.TaskReschedule:
+	case ev.Task == domain.TaskReschedule:
 		return e
 	case ev.To == domain.StateNone:
 		to, why = PhaseCleared, fmt.Sprintf("command %s (%s) cleared it", truncate(ev.CommandID, 128), ev.Task)

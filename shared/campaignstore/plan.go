@@ -20,10 +20,6 @@ import (
 
 // What a plan depends on besides its spec: the list, the tracked entities and the policies.
 
-// PoliciesBucket is the KV bucket of the customers' policies (README, Customers' maintenance
-// policies): the policy documents under their scopes' keys.
-const PoliciesBucket = "maintenance-policies"
-
 // ErrNoList wraps a list that the Object Store does not hold.
 var ErrNoList = errors.New("no such list")
 
@@ -112,9 +108,9 @@ type cachedPolicy struct {
 func (pc *PolicyCache) Load(ctx context.Context, js jetstream.JetStream) (campaign.Policies, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	prefix := "$KV." + PoliciesBucket + "."
+	prefix := "$KV." + domain.PoliciesBucket + "."
 	next := map[string]cachedPolicy{}
-	err := ScanLast(ctx, js, "KV_"+PoliciesBucket, prefix+">", func(m jetstream.Msg, rev uint64) error {
+	err := ScanLast(ctx, js, domain.PoliciesBucketStream, prefix+">", func(m jetstream.Msg, rev uint64) error {
 		scope := strings.TrimPrefix(m.Subject(), prefix)
 		if m.Headers().Get("KV-Operation") != "" {
 			return nil

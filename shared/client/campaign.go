@@ -99,7 +99,7 @@ func outcomeOf(data []byte, id string) (campaign.Outcome, bool) {
 func (c *Client) storedOutcome(ctx context.Context, ctl campaign.Control) (campaign.Outcome, bool, error) {
 	var out campaign.Outcome
 	found := false
-	err := c.eachStored(ctx, domain.EventsStream, domain.CampaignEventSubject(ctl.Campaign), "campaign events", func(data []byte, _ uint64) error {
+	err := c.eachStored(ctx, domain.EventsStream, domain.CampaignEventSubject(ctl.Campaign), time.Time{}, "campaign events", func(data []byte, _ uint64) error {
 		if o, ok := outcomeOf(data, ctl.ID); ok {
 			out, found = o, true
 		}

@@ -172,6 +172,10 @@ type Entity struct {
 // Exists reports whether the entity has a record (it was ever seen).
 func (e Entity) Exists() bool { return e.Revision != 0 }
 
+// Tracked reports whether the entity is in the signal: it has a record, and no Forget took it
+// out since.
+func (e Entity) Tracked() bool { return e.Exists() && !e.Record.Forgotten() }
+
 // Get reads the record of resourceID. An entity never seen is in state None, revision 0.
 func (c *Client) Get(ctx context.Context, resourceID string) (Entity, error) {
 	key, err := domain.Key(resourceID)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,61 @@ func (c *Client) History(ctx context.Context, resourceID string) ([]domain.Event
 	return out, err
 }
 
+// StreamFilter bounds a read of a long stream (the outcome events, the notices): one entity or
+// every one, from a time on, the newest entries only.
+type StreamFilter struct {
+	// ResourceID limits the read to one entity; "" reads every entity.
+	ResourceID string
+	// Since, when set, starts at the entries stored then; the zero time reads all the stream
+	// keeps.
+	Since time.Time
+	// Limit keeps the newest Limit entries of those read (0: all of them).
+	Limit int
+}
+
+// Page is what a bounded read kept, oldest first, and how many older entries its limit left
+// out.
+type Page[T any] struct {
+	Items   []T
+	Omitted int
+}
+
+// newest keeps the last limit items added (every one when limit is 0), in a ring, so that a
+// read of millions keeps only what it returns.
+type newest[T any] struct {
+	limit, next, seen int
+	ring              []T
+}
+
+func (n *newest[T]) add(v T) {
+	n.seen++
+	if n.limit <= 0 || len(n.ring) < n.limit {
+		n.ring = append(n.ring, v)
+		return
+	}
+	n.ring[n.next] = v
+	n.next = (n.next + 1) % n.limit
+}
+
+func (n *newest[T]) page() Page[T] {
+	items := append(append([]T(nil), n.ring[n.next:]...), n.ring[:n.next]...)
+	return Page[T]{Items: items, Omitted: n.seen - len(items)}
+}
+
+// Events reads the outcome events that f selects, oldest first, in one streaming pass.
+func (c *Client) Events(ctx context.Context, f StreamFilter) (Page[StoredEvent], error) {
+	subject, err := eventFilter(f.ResourceID)
+	if err != nil {
+		return Page[StoredEvent]{}, err
+	}
+	keep := newest[StoredEvent]{limit: f.Limit}
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		keep = newest[StoredEvent]{limit: f.Limit}
+		return c.eachEvent(ctx, subject, f.Since, func(ev StoredEvent) error { keep.add(ev); return nil })
+	})
+	return keep.page(), err
+}
+
 // EachEvent calls fn for every outcome event of resourceID ("" for every entity) kept in
 // MAINT_EVENTS, oldest first, in one streaming pass; fn's error stops it. An event that does
 // not decode is skipped with a warning.
@@ -39,12 +95,12 @@ func (c *Client) EachEvent(ctx context.Context, resourceID string, fn func(Store
 		return err
 	}
 	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		return c.eachEvent(ctx, subject, fn)
+		return c.eachEvent(ctx, subject, time.Time{}, fn)
 	})
 }
 
-func (c *Client) eachEvent(ctx context.Context, subject string, fn func(StoredEvent) error) error {
-	return c.eachStored(ctx, domain.EventsStream, subject, "history", func(data []byte, seq uint64) error {
+func (c *Client) eachEvent(ctx context.Context, subject string, since time.Time, fn func(StoredEvent) error) error {
+	return c.eachStored(ctx, domain.EventsStream, subject, since, "history", func(data []byte, seq uint64) error {
 		ev, err := domain.DecodeEvent(data)
 		if err != nil {
 			c.log.Warn("skipping an outcome event that does not decode", "seq", seq, "error", err)
@@ -54,36 +110,54 @@ func (c *Client) eachEvent(ctx context.Context, subject string, fn func(StoredEv
 	})
 }
 
-// eachStored calls fn with every message of stream under subject, oldest first, in one
-// ordered pass that ends at the last message stored when it starts; what names the errors.
-func (c *Client) eachStored(ctx context.Context, stream, subject, what string, fn func(data []byte, seq uint64) error) error {
+// eachStored calls fn with every message of stream under subject (stored since then, when
+// since is set), oldest first, in one ordered pass that ends at the last message stored when
+// it starts; what names the errors.
+func (c *Client) eachStored(ctx context.Context, stream, subject string, since time.Time, what string, fn func(data []byte, seq uint64) error) error {
 	s, err := c.JS.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, notProvisioned(err))
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
+	// One entity's read counts its subject first (most entities have nothing to read); a read
+	// of the fleet, or from a time on, counts what its consumer has to deliver (counting a
+	// million subjects would cost more than the read).
+	fleet := strings.ContainsAny(subject, "*>")
 	var n uint64
-	for _, v := range info.State.Subjects {
-		n += v
+	if !fleet && since.IsZero() {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		for _, v := range info.State.Subjects {
+			n += v
+		}
+		if n == 0 {
+			return nil
+		}
 	}
-	if n == 0 {
-		return nil
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if !since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	cons, err := s.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	if fleet || !since.IsZero() {
+		if n = cons.CachedInfo().NumPending; n == 0 {
+			return nil
+		}
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer it.Stop()
+	return readUpTo(ctx, it, n, what, fn)
+}
+
+// readUpTo reads n messages of it (fewer when some are gone meanwhile), handing each to fn.
+func readUpTo(ctx context.Context, it jetstream.MessagesContext, n uint64, what string, fn func(data []byte, seq uint64) error) error {
 	var read, lastPending uint64
 	for {
 		next := jetstream.NextContext(ctx)
@@ -237,6 +311,6 @@ func (w *Watcher) Stop() { w.it.Stop() }
 // for readers of what this package does not decode itself (a campaign's events).
 func (c *Client) EachStored(ctx context.Context, stream, subject string, fn func(data []byte, seq uint64) error) error {
 	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		return c.eachStored(ctx, stream, subject, "read "+stream, fn)
+		return c.eachStored(ctx, stream, subject, time.Time{}, "read "+stream, fn)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,7 +40,7 @@ func (c *Client) Notices(ctx context.Context, resourceID string) ([]domain.Notic
 	var out []domain.Notice
 	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		out = nil
-		return c.eachNotice(ctx, subject, func(n StoredNotice) error {
+		return c.eachNotice(ctx, subject, time.Time{}, func(n StoredNotice) error {
 			out = append(out, n.Notice)
 			return nil
 		})
@@ -47,8 +48,34 @@ func (c *Client) Notices(ctx context.Context, resourceID string) ([]domain.Notic
 	return out, err
 }
 
-func (c *Client) eachNotice(ctx context.Context, subject string, fn func(StoredNotice) error) error {
-	return c.eachStored(ctx, domain.NoticesStream, subject, "notices", func(data []byte, seq uint64) error {
+// NoticeFilter selects lifecycle notices: the bounds of a stream read, and the kinds kept.
+type NoticeFilter struct {
+	StreamFilter
+	// Kinds keeps the notices of these kinds (none: every kind); the limit counts only them.
+	Kinds []domain.NoticeKind
+}
+
+// NoticesWhere reads the notices that f selects, oldest first, in one streaming pass.
+func (c *Client) NoticesWhere(ctx context.Context, f NoticeFilter) (Page[StoredNotice], error) {
+	subject, err := noticeFilter(f.ResourceID)
+	if err != nil {
+		return Page[StoredNotice]{}, err
+	}
+	keep := newest[StoredNotice]{limit: f.Limit}
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		keep = newest[StoredNotice]{limit: f.Limit}
+		return c.eachNotice(ctx, subject, f.Since, func(n StoredNotice) error {
+			if len(f.Kinds) == 0 || slices.Contains(f.Kinds, n.Kind) {
+				keep.add(n)
+			}
+			return nil
+		})
+	})
+	return keep.page(), err
+}
+
+func (c *Client) eachNotice(ctx context.Context, subject string, since time.Time, fn func(StoredNotice) error) error {
+	return c.eachStored(ctx, domain.NoticesStream, subject, since, "notices", func(data []byte, seq uint64) error {
 		nt, err := domain.DecodeNotice(data)
 		if err != nil {
 			c.log.Warn("skipping a notice that does not decode", "seq", seq, "error", err)
@@ -111,17 +138,11 @@ func (w *NoticeWatcher) Next(ctx context.Context) (StoredNotice, error) {
 // Stop ends the watch.
 func (w *NoticeWatcher) Stop() { w.it.Stop() }
 
-// NoticeLead renders a reminder's lead for people ("336h", "90s"); "-" for other kinds.
+// NoticeLead renders a reminder's lead for people, in days where whole ("14d", "1d12h",
+// "90s" as "1m30s"); "-" for other kinds.
 func NoticeLead(n domain.Notice) string {
 	if n.Kind != domain.NoticeReminder {
 		return "-"
 	}
-	d := time.Duration(n.Lead) * time.Second
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
+	return domain.FormatDays(time.Duration(n.Lead) * time.Second)
 }

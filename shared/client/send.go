@@ -27,6 +27,10 @@ type Result struct {
 	// Entity is the record as read right after the outcome event (the event is published
 	// after the record is written, so it includes the command's effect, and maybe later ones).
 	Entity Entity
+	// Tracks is true when the entity was not tracked before the command (never seen, or
+	// forgotten) and the command put it in the signal: from the next tick it is exported to
+	// the health system. A person who mistyped a resource ID learns it here.
+	Tracks bool
 }
 
 // ErrInvalidCommand is wrapped when a command fails the checks of the messaging contract (README) before it is sent.
@@ -58,15 +62,21 @@ type OutcomeError struct {
 
 func (e *OutcomeError) Error() string {
 	ev := e.Event
-	s := fmt.Sprintf("command %s (%s) %s", ev.CommandID, ev.Task, ev.Outcome)
-	if ev.Code != "" {
-		s += ": " + string(ev.Code)
+	return describeOutcome(fmt.Sprintf("command %s (%s) %s", ev.CommandID, ev.Task, ev.Outcome), ev.Code, ev.Target, ev.Message)
+}
+
+// describeOutcome is an outcome's head followed by its error code, target and message, those
+// it has.
+func describeOutcome(head string, code domain.Code, target, message string) string {
+	s := head
+	if code != "" {
+		s += ": " + string(code)
 	}
-	if ev.Target != "" {
-		s += " (target " + ev.Target + ")"
+	if target != "" {
+		s += " (target " + target + ")"
 	}
-	if ev.Message != "" {
-		s += ": " + ev.Message
+	if message != "" {
+		s += ": " + message
 	}
 	return s
 }
@@ -89,39 +99,52 @@ func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Whether the entity was tracked before, at best: a read that fails says nothing.
+	before, err := c.Get(ctx, cmd.ResourceID)
+	untracked := err == nil && !before.Tracked()
 	var res *Result
-	// The guard covers the subscription to the outcome (its refusal comes asynchronously).
-	err = c.Guard(ctx, domain.EventSubject(key), func(ctx context.Context) error {
+	err = c.publishAwaiting(ctx, cmd.ID, domain.EventSubject(key), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
 		var err error
-		res, err = c.send(ctx, cmd, msg, key)
+		res, err = c.send(ctx, cmd, sub, ack, key, untracked)
 		return err
 	})
-	if pe, ok := err.(*natsconn.PermissionError); ok {
-		// The guard ended the call: its error names the refused subject, not the command.
-		return nil, fmt.Errorf("command %s: %w", cmd.ID, pe)
+	if errors.As(err, new(*natsconn.PermissionError)) {
+		return nil, err
 	}
 	return res, err
 }
 
-func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, key string) (*Result, error) {
-	// Subscribe before publishing, and make sure the server has the subscription, so that the
-	// outcome cannot slip past.
-	sub, err := c.NC.SubscribeSync(domain.EventSubject(key))
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
+// publishAwaiting publishes the command msg (its id) once a subscription to its outcomes'
+// subject is in place at the server, so that the outcome cannot slip past, and hands the
+// subscription and the stream's ack to await. A permission refusal of the publish or of the
+// subscription (it comes asynchronously) ends it at once with a *natsconn.PermissionError.
+func (c *Client) publishAwaiting(ctx context.Context, id, outcomes string, msg *nats.Msg, await func(context.Context, *nats.Subscription, *jetstream.PubAck) error) error {
+	err := c.Guard(ctx, outcomes, func(ctx context.Context) error {
+		sub, err := c.NC.SubscribeSync(outcomes)
+		if err != nil {
+			return fmt.Errorf("subscribe to outcome events: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := c.NC.FlushWithContext(ctx); err != nil {
+			return fmt.Errorf("subscribe to outcome events: %w", err)
+		}
+		ack, err := c.pub.PublishMsg(ctx, msg)
+		if err != nil {
+			return fmt.Errorf("publish command %s: %w", id, notProvisioned(err))
+		}
+		c.log.Debug("command stored", "command_id", id, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+		return await(ctx, sub, ack)
+	})
+	if pe, ok := err.(*natsconn.PermissionError); ok {
+		// The guard ended the call: its error names the refused subject, not the command.
+		return fmt.Errorf("command %s: %w", id, pe)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := c.NC.FlushWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("subscribe to outcome events: %w", err)
-	}
+	return err
+}
 
-	ack, err := c.pub.PublishMsg(ctx, msg)
-	if err != nil {
-		return nil, fmt.Errorf("publish command %s: %w", cmd.ID, notProvisioned(err))
-	}
+func (c *Client) send(ctx context.Context, cmd domain.Command, sub *nats.Subscription, ack *jetstream.PubAck, key string, untracked bool) (*Result, error) {
 	res := &Result{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
-	c.log.Debug("command stored", "command_id", cmd.ID, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
-
+	var err error
 	found := false
 	if ack.Duplicate {
 		if res.Event, found, err = c.earlierOutcome(ctx, cmd, key, ack.Sequence); err != nil {
@@ -146,6 +169,7 @@ func (c *Client) send(ctx context.Context, cmd domain.Command, msg *nats.Msg, ke
 		return res, fmt.Errorf("command %s %s, but reading the record failed: %w", cmd.ID, res.Event.Outcome, err)
 	}
 	res.Entity = ent
+	res.Tracks = untracked && res.Event.Outcome == domain.OutcomeApplied && ent.Tracked()
 	if Failed(res.Event.Outcome) {
 		return res, &OutcomeError{Event: res.Event}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
 )
 
@@ -40,50 +41,98 @@ type Letter struct {
 // ErrNotFound is returned when a dead letter does not exist.
 var ErrNotFound = errors.New("dead letter not found")
 
-// List returns the dead letters, oldest first: every one the stream's leader holds when List
-// is called. The reading consumer may sit on a replica that has not caught up yet (a letter
-// stored a moment ago), so it waits up to catchUpWait for what the leader counted.
+// Filter selects dead letters; the zero filter selects every one.
+type Filter struct {
+	// Since, when set, keeps the dead letters stored from then on.
+	Since time.Time
+	// Subscription keeps the webhook deliveries dead-lettered for that subscription.
+	Subscription string
+	// Limit keeps the newest Limit of those (0: all).
+	Limit int
+}
+
+// List returns the dead letters, oldest first, as ListWhere does.
 func List(ctx context.Context, js jetstream.JetStream) ([]Letter, error) {
+	letters, _, err := ListWhere(ctx, js, Filter{})
+	return letters, err
+}
+
+// ListWhere returns the dead letters f selects, oldest first, and how many older ones its
+// limit left out: of every one the stream's leader holds when it is called. The reading
+// consumer may sit on a replica that has not caught up yet (a letter stored a moment ago), so
+// it waits up to catchUpWait for what the leader counted. A cluster that has no responder for a
+// moment (a leader being elected, a consumer placed on a replica still starting) is asked again
+// for up to that long too.
+func ListWhere(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
+	deadline := time.Now().Add(catchUpWait)
+	for {
+		letters, omitted, err = listOnce(ctx, js, f)
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) || ctx.Err() != nil {
+			return letters, omitted, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func listOnce(ctx context.Context, js jetstream.JetStream, f Filter) (letters []Letter, omitted int, err error) {
 	s, err := js.Stream(ctx, domain.DLQStream)
 	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
+		return nil, 0, fmt.Errorf("dead letters: %w", err)
 	}
 	last := s.CachedInfo().State.LastSeq
 	if s.CachedInfo().State.Msgs == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
-	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, jetstream.OrderedConsumerConfig{})
+	cfg := jetstream.OrderedConsumerConfig{}
+	if !f.Since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &f.Since
+	}
+	cons, err := js.OrderedConsumer(ctx, domain.DLQStream, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
+		return nil, 0, fmt.Errorf("dead letters: %w", err)
 	}
-	var out []Letter
+	if info := cons.CachedInfo(); !f.Since.IsZero() && info != nil && info.NumPending == 0 {
+		return nil, 0, nil // nothing stored since then
+	}
+	var seen uint64
 	deadline := time.Now().Add(catchUpWait)
 	for {
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
-			return nil, fmt.Errorf("dead letters: %w", err)
+			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			md, err := m.Metadata()
 			if err != nil {
-				return nil, fmt.Errorf("dead letters: %w", err)
+				return nil, 0, fmt.Errorf("dead letters: %w", err)
 			}
-			n++
-			out = append(out, letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp))
+			n, seen = n+1, md.Sequence.Stream
+			if l := letter(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp); f.Subscription == "" || l.Subscription == f.Subscription {
+				letters = append(letters, l)
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, fmt.Errorf("dead letters: %w", err)
+			return nil, 0, fmt.Errorf("dead letters: %w", err)
 		}
-		switch {
-		case len(out) > 0 && out[len(out)-1].Seq >= last:
-			return out, nil // all the leader held
-		case n == 0 && time.Now().After(deadline):
-			return out, nil // the rest was deleted meanwhile, or the replica lags too far
-		case n == 0:
+		// All the leader held; or nothing more in time: the rest was deleted meanwhile, or the
+		// replica lags too far.
+		if seen >= last || n == 0 && time.Now().After(deadline) {
+			return newest(letters, f.Limit)
+		}
+		if n == 0 {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// newest keeps the last limit letters (all with 0) and says how many it left out.
+func newest(letters []Letter, limit int) ([]Letter, int, error) {
+	if limit <= 0 || len(letters) <= limit {
+		return letters, 0, nil
+	}
+	omitted := len(letters) - limit
+	return letters[omitted:], omitted, nil
 }
 
 // catchUpWait bounds how long a read waits for a replica that lags its stream's leader.
@@ -97,7 +146,10 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 		l.CommandID = h.Get(domain.HeaderCEID)
 		return l
 	}
-	if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
+	if h.Get(function.HeaderDLQStream) == domain.PoliciesStream {
+		cmd, _ := policy.DecodeCommand(body, "", "")
+		l.CommandID = cmd.ID
+	} else if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
 		l.CommandID = cmd.ID
 	}
 	if l.CommandID == "" {
@@ -106,8 +158,8 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 	return l
 }
 
-// Replay sends dead letter seq through the command function (a webhook delivery: to its
-// subscription's endpoint) again and removes it from the
+// Replay sends dead letter seq through the command function (a policy command: the policies
+// function; a webhook delivery: to its subscription's endpoint) again and removes it from the
 // dead-letter stream. The command keeps its id, so a command that was in fact applied comes
 // back as a duplicate, never as a second change. The copy is published without Nats-Msg-Id
 // so that the commands stream's de-duplication window does not swallow it.
@@ -124,6 +176,10 @@ func Replay(ctx context.Context, js jetstream.JetStream, seq uint64) (*jetstream
 		return nil, fmt.Errorf("replay %d: %w", seq, err)
 	}
 	out := nats.NewMsg(domain.CommandSubject(domain.KeyFromSubject(raw.Subject)))
+	if raw.Header.Get(function.HeaderDLQStream) == domain.PoliciesStream {
+		// A policy command goes back to the policies function.
+		out.Subject = domain.PolicyCommandSubject(domain.KeyFromSubject(raw.Subject))
+	}
 	out.Data = raw.Data
 	out.Header.Set(HeaderReplayOf, strconv.FormatUint(seq, 10))
 	if sub := raw.Header.Get(domain.HeaderWebhookSubscription); sub != "" {

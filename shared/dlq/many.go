@@ -27,8 +27,19 @@ type Replays struct {
 // with all. A sequence that is not there is noted in Missing and the others are replayed all
 // the same; a NATS failure stops it, and what was replayed before is still reported.
 func ReplayEach(ctx context.Context, js jetstream.JetStream, seqs []uint64, all bool) (Replays, error) {
+	return replay(ctx, js, seqs, all, Filter{})
+}
+
+// ReplayWhere replays every dead letter f selects (its limit aside), oldest first, as
+// ReplayEach does with all.
+func ReplayWhere(ctx context.Context, js jetstream.JetStream, f Filter) (Replays, error) {
+	f.Limit = 0
+	return replay(ctx, js, nil, true, f)
+}
+
+func replay(ctx context.Context, js jetstream.JetStream, seqs []uint64, all bool, f Filter) (Replays, error) {
 	// The list names the command of each sequence (and is the work of all).
-	letters, err := List(ctx, js)
+	letters, _, err := ListWhere(ctx, js, f)
 	if err != nil {
 		return Replays{}, err
 	}

@@ -30,12 +30,13 @@ const (
 	CETypeNoticeDue      = "io.maintsignals.notice.due"
 	CETypeNoticeOverdue  = "io.maintsignals.notice.overdue"
 	CETypeNoticeStuck    = "io.maintsignals.notice.stuck"
+	CETypeNoticeConflict = "io.maintsignals.notice.conflict"
 )
 
 // CETypes lists every type, in the order of the README (Integrating).
 var CETypes = []string{
 	CETypeApplied, CETypeRejected, CETypeDuplicate, CETypeDeadLettered,
-	CETypeNoticeReminder, CETypeNoticeDue, CETypeNoticeOverdue, CETypeNoticeStuck,
+	CETypeNoticeReminder, CETypeNoticeDue, CETypeNoticeOverdue, CETypeNoticeStuck, CETypeNoticeConflict,
 }
 
 // OutcomeCEType is the CloudEvents type of an outcome event.
@@ -67,3 +68,7 @@ func SetCloudEventHeaders(h HeaderSetter, ceType, id, resourceID string, at time
 	h.Set(HeaderCETime, at.UTC().Format(time.RFC3339Nano))
 	h.Set(HeaderContentType, ContentJSON)
 }
+
+// PolicyOutcomeCEType is the CloudEvents type of a policy command's outcome event:
+// io.maintsignals.policy.applied, ….rejected, ….duplicate, ….dead_lettered.
+func PolicyOutcomeCEType(o Outcome) string { return "io.maintsignals.policy." + string(o) }

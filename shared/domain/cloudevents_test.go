@@ -33,7 +33,7 @@ func TestSetCloudEventHeaders(t *testing.T) {
 			t.Errorf("%s: type %s not listed", o, domain.OutcomeCEType(o))
 		}
 	}
-	for _, k := range []string{"reminder", "due", "overdue", "stuck"} {
+	for _, k := range []string{"reminder", "due", "overdue", "stuck", "conflict"} {
 		if !slices.Contains(domain.CETypes, domain.NoticeCEType(k)) {
 			t.Errorf("%s: type %s not listed", k, domain.NoticeCEType(k))
 		}

@@ -236,13 +236,8 @@ func (c *Command) Validate(key, msgID string) *Rejection {
 // validateIdentity checks what names the command and its entity: the id against the
 // Nats-Msg-Id header, the resource ID against the subject's key.
 func (c *Command) validateIdentity(key, msgID string) *Rejection {
-	switch {
-	case c.ID == "":
-		return InvalidParameter("id", "is required")
-	case !ValidID(c.ID):
-		return InvalidParameter("id", "must be 1-%d characters of [A-Za-z0-9_.:-]", MaxIDLength)
-	case msgID != "" && msgID != c.ID:
-		return InvalidParameter("id", "differs from the Nats-Msg-Id header %q", truncate(msgID, 64))
+	if rej := CheckID(c.ID, msgID); rej != nil {
+		return rej
 	}
 	if c.ResourceID == "" {
 		return InvalidParameter("resourceId", "is required")
@@ -278,28 +273,63 @@ func (c *Command) validateFields() *Rejection {
 	if rej := checkText("reason", c.Reason, MaxReasonBytes); rej != nil {
 		return rej
 	}
-	if len(c.Actor) > MaxActorBytes {
-		return InvalidParameter("actor", "is %d bytes, at most %d", len(c.Actor), MaxActorBytes)
+	if rej := CheckSender(c.Actor, c.IssuedAt); rej != nil {
+		return rej
 	}
-	if hasControl(c.Actor, false) {
+	if rej := c.validateWindow(); rej != nil {
+		return rej
+	}
+	return c.validateCampaign()
+}
+
+// CheckSender checks the fields every command carries about its sender: actor (at most
+// MaxActorBytes, no control characters) and issuedAt (RFC 3339 when given).
+func CheckSender(actor, issuedAt string) *Rejection {
+	if len(actor) > MaxActorBytes {
+		return InvalidParameter("actor", "is %d bytes, at most %d", len(actor), MaxActorBytes)
+	}
+	if hasControl(actor, false) {
 		return InvalidParameter("actor", "contains control characters")
 	}
-	if c.IssuedAt != "" {
-		if _, err := time.Parse(time.RFC3339Nano, c.IssuedAt); err != nil {
+	if issuedAt != "" {
+		if _, err := time.Parse(time.RFC3339Nano, issuedAt); err != nil {
 			return InvalidParameter("issuedAt", "must be an RFC 3339 time: %v", err)
 		}
 	}
-	if c.Window != nil {
-		switch {
-		case c.Task != TaskPending:
-			return InvalidParameter("window", "is allowed only with Pending")
-		case c.Window.Start.IsZero() || c.Window.End.IsZero():
-			return InvalidParameter("window", "needs both start and end")
-		case !c.Window.End.After(c.Window.Start):
-			return InvalidParameter("window.end", "must be after window.start")
-		}
+	return nil
+}
+
+// CheckID checks a command id against the contract (1–128 of [A-Za-z0-9_.:-], required) and
+// against the Nats-Msg-Id header msgID ("" when absent).
+func CheckID(id, msgID string) *Rejection {
+	switch {
+	case id == "":
+		return InvalidParameter("id", "is required")
+	case !ValidID(id):
+		return InvalidParameter("id", "must be 1-%d characters of [A-Za-z0-9_.:-]", MaxIDLength)
+	case msgID != "" && msgID != id:
+		return InvalidParameter("id", "differs from the Nats-Msg-Id header %q", truncate(msgID, 64))
 	}
-	return c.validateCampaign()
+	return nil
+}
+
+// validateWindow checks the window: Pending may announce one (start and end); Reschedule
+// needs one with a start, and its end may be left out (the window keeps its length).
+func (c *Command) validateWindow() *Rejection {
+	w := c.Window
+	switch {
+	case c.Task == TaskReschedule && (w == nil || w.Start.IsZero()):
+		return InvalidParameter("window.start", "is required with %s", TaskReschedule)
+	case w == nil:
+		return nil
+	case c.Task != TaskPending && c.Task != TaskReschedule:
+		return InvalidParameter("window", "is allowed only with Pending and Reschedule")
+	case c.Task == TaskPending && (w.Start.IsZero() || w.End.IsZero()):
+		return InvalidParameter("window", "needs both start and end")
+	case !w.End.IsZero() && !w.End.After(w.Start):
+		return InvalidParameter("window.end", "must be after window.start")
+	}
+	return nil
 }
 
 func checkText(field, s string, max int) *Rejection {
@@ -313,9 +343,9 @@ func checkText(field, s string, max int) *Rejection {
 }
 
 func taskList() string {
-	names := make([]string, len(Tasks))
-	for i, t := range Tasks {
-		names[i] = string(t)
+	names := make([]string, 0, len(Tasks)+1)
+	for _, t := range append(Tasks[:len(Tasks):len(Tasks)], TaskReschedule) {
+		names = append(names, string(t))
 	}
 	return strings.Join(names, ", ")
 }
@@ -350,4 +380,20 @@ func CheckNotice(c Command, handledAt time.Time, minNotice time.Duration) *Rejec
 			c.Window.Start.UTC().Format(time.RFC3339), minNotice, handledAt.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// ARMResourceIDPattern is a --resource-id-pattern for Azure Resource Manager IDs, offered in
+// the docs rather than enforced by default (the contract takes any resource ID): a
+// subscription, a resource group, a provider namespace and at least one type and name, any
+// casing, no empty segment.
+const ARMResourceIDPattern = `(?i)^/subscriptions/[0-9a-f-]+/resourcegroups/[^/]+/providers/[^/]+(/[^/]+/[^/]+)+$`
+
+// CheckResourceIDPattern is a deployment's restriction of resource IDs (nil: none): a command
+// whose resource ID does not match is refused InvalidParameter on resourceId. Forget is exempt,
+// so that an entity created before the pattern was set can still be taken out of the signal.
+func CheckResourceIDPattern(c Command, pattern *regexp.Regexp) *Rejection {
+	if pattern == nil || c.Task == TaskForget || pattern.MatchString(c.ResourceID) {
+		return nil
+	}
+	return InvalidParameter("resourceId", "%q does not match this deployment's resource ID pattern %s", truncate(c.ResourceID, 128), pattern)
 }

@@ -115,3 +115,19 @@ func FormatDuration(d time.Duration) string {
 	}
 	return b.String()
 }
+
+// FormatDays writes d for a person, in whole days where it has any and no weeks ("400d",
+// "14d", "1d12h", "6h", "1m30s"): what flags' defaults, tables and notices' leads read as.
+func FormatDays(d time.Duration) string {
+	if d < 0 {
+		return "-" + FormatDays(-d)
+	}
+	days, rest := d/Day, d%Day
+	switch {
+	case days == 0:
+		return FormatDuration(rest)
+	case rest == 0:
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%s", days, FormatDuration(rest))
+}

@@ -75,3 +75,17 @@ func TestFormatDuration_ShortestFormThatReadsBack(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatDays(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		400 * 24 * time.Hour: "400d", 14 * 24 * time.Hour: "14d", 36 * time.Hour: "1d12h",
+		6 * time.Hour: "6h", 90 * time.Second: "1m30s", 0: "0", -2 * time.Hour: "-2h",
+	} {
+		if got := domain.FormatDays(d); got != want {
+			t.Errorf("FormatDays(%s) = %q, want %q", d, got, want)
+		}
+		if back, err := domain.ParseDuration(domain.FormatDays(d)); err != nil || back != d {
+			t.Errorf("ParseDuration(FormatDays(%s)) = %s, %v", d, back, err)
+		}
+	}
+}

@@ -1,8 +1,7 @@
 package domain
 
 import (
-	"encoding/json"
-	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -39,25 +38,27 @@ type Event struct {
 	CommandSeq uint64 `json:"commandSeq,omitempty"`
 	// Campaign is the campaign of the entity's window around the command (EventCampaign).
 	Campaign *CampaignRef `json:"campaign,omitempty"`
+	// Override is "policy" when force let through a command that the customer's policy in
+	// force refused (urgent work).
+	Override string `json:"override,omitempty"`
+}
+
+// OutcomeMsgID is the de-duplication id (Nats-Msg-Id, ce-id) of the outcome of the command
+// stored at seq: the command id and that sequence, the same on every redelivery of that stored
+// command (so the events stream keeps one copy) and different for a copy of the command stored
+// again later. A body without a readable id is named by its sequence alone.
+func OutcomeMsgID(commandID string, seq uint64) string {
+	if ValidID(commandID) {
+		return commandID + ":" + strconv.FormatUint(seq, 10)
+	}
+	return "seq-" + strconv.FormatUint(seq, 10)
 }
 
 // EncodeEvent marshals an event.
-func EncodeEvent(e Event) ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encode event: %w", err)
-	}
-	return b, nil
-}
+func EncodeEvent(e Event) ([]byte, error) { return encodeJSON("event", e) }
 
 // DecodeEvent unmarshals an event.
-func DecodeEvent(b []byte) (Event, error) {
-	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
-		return Event{}, fmt.Errorf("decode event: %w", err)
-	}
-	return e, nil
-}
+func DecodeEvent(b []byte) (Event, error) { return decodeJSON[Event]("event", b) }
 
 // Applied builds the outcome event of a command that moved the entity along tr.
 func Applied(c Command, tr Transition, at time.Time) Event {

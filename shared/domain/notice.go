@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,7 +29,31 @@ const (
 	NoticeOverdue NoticeKind = "overdue"
 	// NoticeStuck: an update has been in progress for longer than the stuck limit.
 	NoticeStuck NoticeKind = "stuck"
+	// NoticeConflict: a customer's policy changed under the announced window and no longer
+	// allows it; once per entity, window and policy revision.
+	NoticeConflict NoticeKind = "conflict"
 )
+
+// NoticeKinds lists the notice kinds.
+var NoticeKinds = []NoticeKind{NoticeReminder, NoticeDue, NoticeOverdue, NoticeStuck, NoticeConflict}
+
+// Headers of a notice that say how far the entity's two kinds of notices got, so that the
+// last notice of an entity tells both: its lifecycle series (reminders, due, overdue, stuck)
+// and its conflicts.
+const (
+	// HeaderNoticeLifecycle, on a conflict notice, is the id of the entity's last lifecycle
+	// notice before it ("" when none).
+	HeaderNoticeLifecycle = "Maint-Notice-Lifecycle"
+	// HeaderNoticeConflict, on a lifecycle notice, is the id of the entity's last conflict
+	// notice before it ("" when none).
+	HeaderNoticeConflict = "Maint-Notice-Conflict"
+)
+
+// PolicyRef names a revision of a customer's policy.
+type PolicyRef struct {
+	Scope    string `json:"scope"`
+	Revision uint64 `json:"revision"`
+}
 
 // Notice is a lifecycle notice, published on maint.notice.<key>.
 type Notice struct {
@@ -46,6 +69,10 @@ type Notice struct {
 	Lead int64 `json:"lead"`
 	// At is when the notice was decided: the time of the tick's run.
 	At time.Time `json:"at"`
+	// Policy and Message, on a conflict notice: the revision of the policy in force and why it
+	// does not allow the window.
+	Policy  *PolicyRef `json:"policy,omitempty"`
+	Message string     `json:"message,omitempty"`
 }
 
 // NoticeID builds the id of a notice of kind for entity key in series (a window or an
@@ -69,19 +96,7 @@ func ParseNoticeID(id string) (key string, kind NoticeKind, series string, leadS
 }
 
 // EncodeNotice marshals a notice.
-func EncodeNotice(n Notice) ([]byte, error) {
-	b, err := json.Marshal(n)
-	if err != nil {
-		return nil, fmt.Errorf("encode notice: %w", err)
-	}
-	return b, nil
-}
+func EncodeNotice(n Notice) ([]byte, error) { return encodeJSON("notice", n) }
 
 // DecodeNotice unmarshals a notice.
-func DecodeNotice(b []byte) (Notice, error) {
-	var n Notice
-	if err := json.Unmarshal(b, &n); err != nil {
-		return Notice{}, fmt.Errorf("decode notice: %w", err)
-	}
-	return n, nil
-}
+func DecodeNotice(b []byte) (Notice, error) { return decodeJSON[Notice]("notice", b) }

@@ -34,6 +34,13 @@ type Record struct {
 	// CampaignRef); a later Pending or a return to None drops it.
 	Campaign *CampaignRef `json:"campaign,omitempty"`
 
+	// ForgottenAt, when set, is when a Forget took the entity out of the signal: the record is
+	// then a tombstone that no reader lists, emits or notifies about. It keeps what the
+	// command function needs to recognise the commands handled before (the fields below), so
+	// that a late copy of one of them changes nothing; the next command applied starts the
+	// entity afresh (asNew).
+	ForgottenAt time.Time `json:"forgottenAt,omitzero"`
+
 	// LastCommandAt is when the commands stream stored the last applied command: with its
 	// sequence, it tells a stale redelivery from a command of a recreated stream.
 	LastCommandAt time.Time `json:"lastCommandAt,omitzero"`
@@ -66,6 +73,19 @@ type Record struct {
 	SignedUpTo map[string]time.Time `json:"signedUpTo,omitempty"`
 }
 
+// Forgotten reports whether the record is a Forget's tombstone: the entity is not tracked.
+func (r Record) Forgotten() bool { return !r.ForgottenAt.IsZero() }
+
+// asNew is the record a command applied after a Forget starts from: an entity never seen, as
+// far as its maintenance goes; what the command handler keeps of the commands it handled (ids,
+// sequences, admission, signatures) stays.
+func (r Record) asNew() Record {
+	r.ResourceID, r.State, r.Updating, r.Task, r.LastError = "", StateNone, false, "", ""
+	r.Window, r.Reason, r.Campaign = nil, "", nil
+	r.StateSince, r.UpdatedAt, r.ForgottenAt = time.Time{}, time.Time{}, time.Time{}
+	return r
+}
+
 // Follows reports whether next, a record about to replace r, was written by a command stored
 // after the one that wrote r: a later stream sequence, or a later stored time (the commands
 // stream was recreated and counts from 1 again). A record never moves backwards.
@@ -73,38 +93,28 @@ func (r Record) Follows(prev Record) bool {
 	return r.LastCommandSeq > prev.LastCommandSeq || r.LastCommandAt.After(prev.LastCommandAt)
 }
 
+// ledger is the record's fields of the commands that wrote it.
+func (r Record) ledger() Ledger {
+	return Ledger{LastCommandID: r.LastCommandID, LastCommandSeq: r.LastCommandSeq, LastCommandAt: r.LastCommandAt,
+		RecentCommandIDs: r.RecentCommandIDs, SignedIDs: r.SignedIDs, SignedForgotten: r.SignedForgottenUpTo()}
+}
+
 // HandledBefore reports whether the command stored at seq and storedAt was handled before the
 // command that last wrote r: commands of an entity are handled in stream order, so one stored
 // earlier than the last applied one already has its outcome.
 func (r Record) HandledBefore(seq uint64, storedAt time.Time) bool {
-	return seq < r.LastCommandSeq && !storedAt.After(r.LastCommandAt)
+	return r.ledger().HandledBefore(seq, storedAt)
 }
 
 // Seen reports whether the record remembers applying command id: among the last applied, or
 // among the signed ones it remembers.
-func (r Record) Seen(id string) bool {
-	for _, v := range r.RecentCommandIDs {
-		if v == id {
-			return true
-		}
-	}
-	for _, s := range r.SignedIDs {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
-}
+func (r Record) Seen(id string) bool { return r.ledger().Seen(id) }
 
 // Remember records an applied command id, keeping the newest RecentIDs.
 func (r *Record) Remember(id string) {
-	// Full slice expression: a copy of a record must never write into another copy's array.
-	n := len(r.RecentCommandIDs)
-	ids := append(r.RecentCommandIDs[:n:n], id)
-	if len(ids) > RecentIDs {
-		ids = append([]string(nil), ids[len(ids)-RecentIDs:]...)
-	}
-	r.RecentCommandIDs = ids
+	l := r.ledger()
+	l.Remember(id)
+	r.RecentCommandIDs = l.RecentCommandIDs
 }
 
 // MaxSignedIDs is how many signed commands a record remembers at most. It is more than an
@@ -169,53 +179,19 @@ func (r Record) SignedForgottenUpTo() time.Time {
 
 // RememberSigned records an applied signed command, forgetting the signed commands issued
 // before horizon (no command issued then is accepted any more) and, beyond MaxSignedIDs, the
-// oldest issued. An empty id only forgets.
+// oldest issued (Ledger.RememberSigned); the per-key memory of older records is folded into
+// SignedForgotten. An empty id only forgets.
 func (r *Record) RememberSigned(id string, issued, horizon time.Time) {
 	if id == "" && len(r.SignedIDs) == 0 && r.SignedUpTo == nil {
 		return
 	}
-	r.SignedForgotten, r.SignedUpTo = r.SignedForgottenUpTo(), nil
-	kept := make(SignedIDs, 0, min(len(r.SignedIDs)+1, MaxSignedIDs+1))
-	for _, s := range r.SignedIDs {
-		if s.IssuedAt.Before(horizon) {
-			r.forget(s)
-			continue
-		}
-		kept = append(kept, s)
-	}
-	if id != "" {
-		kept = append(kept, SignedID{ID: id, IssuedAt: issued.UTC()})
-	}
-	if len(kept) > MaxSignedIDs {
-		oldest := 0
-		for i, s := range kept {
-			if s.IssuedAt.Before(kept[oldest].IssuedAt) {
-				oldest = i
-			}
-		}
-		r.forget(kept[oldest])
-		kept = append(kept[:oldest], kept[oldest+1:]...)
-	}
-	r.SignedIDs = kept
-	if len(kept) == 0 {
-		r.SignedIDs = nil
-	}
-}
-
-func (r *Record) forget(s SignedID) {
-	if s.IssuedAt.After(r.SignedForgotten) {
-		r.SignedForgotten = s.IssuedAt
-	}
+	l := r.ledger()
+	l.RememberSigned(id, issued, horizon)
+	r.SignedIDs, r.SignedForgotten, r.SignedUpTo = l.SignedIDs, l.SignedForgotten, nil
 }
 
 // EncodeRecord marshals a record for the bucket.
-func EncodeRecord(r Record) ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encode record: %w", err)
-	}
-	return b, nil
-}
+func EncodeRecord(r Record) ([]byte, error) { return encodeJSON("record", r) }
 
 // DecodeRecord unmarshals a record from the bucket.
 func DecodeRecord(b []byte) (Record, error) {

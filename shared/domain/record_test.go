@@ -333,6 +333,8 @@ func TestTask_KindAndValid(t *testing.T) {
 		{domain.TaskMigrateLoadBalancer, domain.KindUpdate},
 		{domain.TaskUpdateSucceeded, domain.KindOutcome},
 		{domain.TaskUpdateFailed, domain.KindOutcome},
+		{domain.TaskForget, domain.KindAdmin},
+		{"forget", domain.KindUnknown},
 		{"", domain.KindUnknown},
 		{"pending", domain.KindUnknown},
 		{"everything", domain.KindUnknown},

@@ -13,8 +13,6 @@ const (
 	ScheduleStream = "MAINT_SCHEDULE"
 	DLQStream      = "MAINT_DLQ"
 	Bucket         = "maintenance"
-	// PoliciesBucket holds the customers' maintenance policies, under their scope's key.
-	PoliciesBucket = "maintenance-policies"
 
 	CommandPrefix   = "maint.cmd."
 	EventPrefix     = "maint.evt."
@@ -24,6 +22,50 @@ const (
 
 	// HeaderMsgID is the JetStream de-duplication header; commands carry their id in it.
 	HeaderMsgID = "Nats-Msg-Id"
+)
+
+// Names of the customers' maintenance policies (README, customers' maintenance policies).
+const (
+	// PoliciesStream holds the policy commands, retained like commands (audit, replay).
+	PoliciesStream = "MAINT_POLICIES"
+	// PoliciesBucket holds the policy in force of each scope, under the scope's key, with
+	// the history the command function judges stored commands by.
+	PoliciesBucket = "maintenance-policies"
+	// PolicyPrefix + <scope key> is where policy commands are published.
+	PolicyPrefix = "maint.policy."
+	// PolicyEventPrefix + <scope key> is where their outcome events go, in EventsStream: one
+	// token more than an entity's events (maint.evt.<key>), so that the readers of entities'
+	// events (maint.evt.*) never see them.
+	PolicyEventPrefix = EventPrefix + "policy."
+	// PoliciesConsumer is the policies function's durable consumer of PoliciesStream, and
+	// PoliciesPriorityGroup the group it pulls in (pinned to one replica at a time).
+	PoliciesConsumer      = "policies"
+	PoliciesPriorityGroup = "policies"
+	// PoliciesHistory is how many revisions of a scope's policy the bucket keeps (the most a
+	// JetStream bucket keeps): a command is judged by the revision of its stored time while
+	// the scope's policy changed fewer times since.
+	PoliciesHistory = 64
+)
+
+// PolicyCommandSubject is where policy commands for the scope of key are published.
+func PolicyCommandSubject(key string) string { return PolicyPrefix + key }
+
+// PolicyEventSubject is where the outcome events of the policy commands of key go.
+func PolicyEventSubject(key string) string { return PolicyEventPrefix + key }
+
+// PolicySubject is the subject of the scope key's policy in the bucket's stream, and
+// PoliciesBucketStream that stream.
+func PolicySubject(key string) string { return "$KV." + PoliciesBucket + "." + key }
+
+// PoliciesBucketStream is the stream of PoliciesBucket.
+const PoliciesBucketStream = "KV_" + PoliciesBucket
+
+// The header by which a JetStream bucket marks a delete (the key's history kept) and a purge
+// (its history dropped).
+const (
+	HeaderKVOperation = "KV-Operation"
+	KVDelete          = "DEL"
+	KVPurge           = "PURGE"
 )
 
 // CommandSubject is where commands for an entity key are published.

@@ -10,7 +10,7 @@ import (
 // summaryOf is the part of a record that DecodeRecordSummary reads.
 func summaryOf(r domain.Record) domain.Record {
 	return domain.Record{ResourceID: r.ResourceID, State: r.State, Updating: r.Updating, Task: r.Task,
-		Window: r.Window, StateSince: r.StateSince, UpdatedAt: r.UpdatedAt, LastCommandSeq: r.LastCommandSeq}
+		Window: r.Window, StateSince: r.StateSince, UpdatedAt: r.UpdatedAt, LastCommandSeq: r.LastCommandSeq, ForgottenAt: r.ForgottenAt}
 }
 
 func sameSummary(a, b domain.Record) bool {
@@ -19,7 +19,8 @@ func sameSummary(a, b domain.Record) bool {
 		sameWindow = a.Window.Start.Equal(b.Window.Start) && a.Window.End.Equal(b.Window.End)
 	}
 	return a.ResourceID == b.ResourceID && a.State == b.State && a.Updating == b.Updating && a.Task == b.Task &&
-		sameWindow && a.StateSince.Equal(b.StateSince) && a.UpdatedAt.Equal(b.UpdatedAt) && a.LastCommandSeq == b.LastCommandSeq
+		sameWindow && a.StateSince.Equal(b.StateSince) && a.UpdatedAt.Equal(b.UpdatedAt) && a.LastCommandSeq == b.LastCommandSeq &&
+		a.ForgottenAt.Equal(b.ForgottenAt)
 }
 
 func TestDecodeRecordSummary_ReadsWhatAFullDecodeReads(t *testing.T) {
@@ -39,6 +40,7 @@ func TestDecodeRecordSummary_ReadsWhatAFullDecodeReads(t *testing.T) {
 	}{
 		"a record with every field":  {rec: &full},
 		"no window, state None":      {rec: &domain.Record{ResourceID: "/c/2", State: domain.StateNone, StateSince: now, Version: 1}},
+		"a forgotten entity":         {rec: &domain.Record{ResourceID: "/c/10", State: domain.StateNone, StateSince: now, ForgottenAt: now, Version: 1}},
 		"an ID with escapes":         {rec: &domain.Record{ResourceID: "/c/\"quoted\"/\u00e9\\x", State: domain.StatePending}},
 		"another field order":        {json: `{"state":"Unplanned","unknown":{"a":[1,2,{"b":"}"}]},"resourceId":"/c/3","lastCommandSeq":7}`},
 		"spaces and a null window":   {json: " {\n \"resourceId\" : \"/c/4\" , \"window\" : null , \"updating\" : false }\n"},

@@ -20,6 +20,13 @@ const (
 	// Outcomes, sent by whatever performs the update.
 	TaskUpdateSucceeded Task = "UpdateSucceeded"
 	TaskUpdateFailed    Task = "UpdateFailed"
+
+	// TaskForget (admin) takes the entity out of the signal: its record stays as a tombstone,
+	// so that exactly-once holds across it, until a later command tracks it again as new.
+	TaskForget Task = "Forget"
+	// TaskReschedule moves an announced window (customers' maintenance policies): the entity
+	// stays Pending with its stateSince, with the new window.
+	TaskReschedule Task = "Reschedule"
 )
 
 // TaskKind groups tasks by the column of the transition table they use.
@@ -31,6 +38,10 @@ const (
 	KindSignal
 	KindUpdate
 	KindOutcome
+	// KindAdmin is Forget's: the entity's tracking itself, not its maintenance.
+	KindAdmin
+	// KindReschedule is Reschedule's alone: not a column of the transition table.
+	KindReschedule
 )
 
 var taskKinds = map[Task]TaskKind{
@@ -44,13 +55,16 @@ var taskKinds = map[Task]TaskKind{
 	TaskMigrateLoadBalancer:  KindUpdate,
 	TaskUpdateSucceeded:      KindOutcome,
 	TaskUpdateFailed:         KindOutcome,
+	TaskForget:               KindAdmin,
+	TaskReschedule:           KindReschedule,
 }
 
-// Tasks lists every task in a fixed order.
+// Tasks lists the tasks of the transition table in a fixed order; TaskReschedule, which moves a
+// window and is judged by the policy in force instead, is the only task outside it.
 var Tasks = []Task{
 	TaskPending, TaskNone, TaskCustomerActionNeeded,
 	TaskEverything, TaskOperatorUpdate, TaskCertificatesRenewal, TaskSyncClusterObject, TaskMigrateLoadBalancer,
-	TaskUpdateSucceeded, TaskUpdateFailed,
+	TaskUpdateSucceeded, TaskUpdateFailed, TaskForget,
 }
 
 // UpdateTasks lists the tasks that start maintenance work.

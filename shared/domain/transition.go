@@ -16,6 +16,7 @@ const (
 	colUpdate
 	colSucceeded
 	colFailed
+	colForget
 )
 
 func columnOf(t Task) (column, bool) {
@@ -30,6 +31,8 @@ func columnOf(t Task) (column, bool) {
 		return colSucceeded, true
 	case TaskUpdateFailed:
 		return colFailed, true
+	case TaskForget:
+		return colForget, true
 	}
 	if t.Kind() == KindUpdate {
 		return colUpdate, true
@@ -52,6 +55,7 @@ type cell struct {
 	to       State // "" keeps the current state
 	updating bool  // the resulting value of updating
 	lastErr  errEffect
+	forget   bool // the record becomes a tombstone (Record.ForgottenAt)
 }
 
 var (
@@ -63,6 +67,7 @@ var (
 	toUnplan   = cell{allowed: true, to: StateUnplanned, updating: true, lastErr: errClear}
 	succeeded  = cell{allowed: true, to: StateNone, lastErr: errClear}
 	failedKeep = cell{allowed: true, lastErr: errSet}
+	forget     = cell{allowed: true, to: StateNone, lastErr: errClear, forget: true}
 )
 
 // whileUpdating is the first row of the table: any state while an update is in progress.
@@ -73,15 +78,16 @@ var whileUpdating = [...]cell{
 	colUpdate:               refused,
 	colSucceeded:            succeeded,
 	colFailed:               failedKeep,
+	colForget:               refused,
 }
 
 // idle holds the other rows: the state when no update is in progress.
-var idle = map[State][6]cell{
-	StateNone:                 {toPending, toNone, toCAN, toUnplan, refused, refused},
-	StatePending:              {toPending, toNone, toCAN, toPlanned, refused, refused},
-	StatePlanned:              {toPending, toNone, toCAN, toPlanned, refused, refused},
-	StateUnplanned:            {toPending, toNone, toCAN, toUnplan, refused, refused},
-	StateCustomerActionNeeded: {toPending, toNone, toCAN, toUnplan, refused, refused},
+var idle = map[State][7]cell{
+	StateNone:                 {toPending, toNone, toCAN, toUnplan, refused, refused, forget},
+	StatePending:              {toPending, toNone, toCAN, toPlanned, refused, refused, forget},
+	StatePlanned:              {toPending, toNone, toCAN, toPlanned, refused, refused, forget},
+	StateUnplanned:            {toPending, toNone, toCAN, toUnplan, refused, refused, forget},
+	StateCustomerActionNeeded: {toPending, toNone, toCAN, toUnplan, refused, refused, forget},
 }
 
 // lookup finds the cell for a task in a record, honouring force: a forced command is looked
@@ -113,6 +119,9 @@ type Transition struct {
 // give the same result; at stamps stateSince and updatedAt. It does not touch the fields that
 // the command handler owns (lastCommandId, lastCommandSeq, revision bookkeeping).
 func Apply(r Record, c Command, at time.Time) (Record, Transition, *Rejection) {
+	if r.Forgotten() && c.Task != TaskForget {
+		r = r.asNew()
+	}
 	from := r.State
 	if from == "" {
 		from = StateNone
@@ -155,6 +164,10 @@ func Apply(r Record, c Command, at time.Time) (Record, Transition, *Rejection) {
 	if next.ResourceID == "" {
 		next.ResourceID = c.ResourceID
 	}
+	next.ForgottenAt = time.Time{}
+	if cl.forget {
+		next.ForgottenAt = at
+	}
 	if next.State != from || next.StateSince.IsZero() {
 		next.StateSince = at
 	}
@@ -185,4 +198,16 @@ func Describe(s State, updating bool, t Task) string {
 		to = s
 	}
 	return fmt.Sprintf("%s updating=%t", to, cl.updating)
+}
+
+// Reschedule moves the announced window of r to w (a Reschedule that the policy in force
+// allowed), applied at at: the state stays Pending with its stateSince, and the reason and the
+// campaign stay with the window (it is the same announcement, moved). The new window starts a
+// new series of notices. Like Apply it leaves the handler's fields alone.
+func Reschedule(r Record, w Window, at time.Time) (Record, Transition) {
+	next := r
+	next.Window = &w
+	next.UpdatedAt = at
+	next.Version = RecordVersion
+	return next, Transition{From: r.State, To: r.State}
 }

@@ -9,30 +9,35 @@ import (
 )
 
 // The transition table of the README (States and tasks), copied by hand: do not derive it from the implementation.
-// Columns: Pending, None, CustomerActionNeeded, update task, UpdateSucceeded, UpdateFailed.
-// "refused" is a RequestNotAllowed rejection; "kept" keeps the current state.
+// Columns: Pending, None, CustomerActionNeeded, update task, UpdateSucceeded, UpdateFailed,
+// Forget. "refused" is a RequestNotAllowed rejection; "kept" keeps the current state;
+// forgotten: the entity leaves the signal (the record becomes a tombstone in None).
 const refused = "refused"
 
 type specCell struct {
-	to       string // a state name, "kept" or refused
-	updating bool
+	to        string // a state name, "kept" or refused
+	updating  bool
+	forgotten bool
 }
 
-var specWhileUpdating = [6]specCell{
-	{refused, false},
-	{refused, false},
-	{refused, false},
-	{refused, false},
-	{"None", false},
-	{"kept", false},
+var specWhileUpdating = [7]specCell{
+	{refused, false, false},
+	{refused, false, false},
+	{refused, false, false},
+	{refused, false, false},
+	{"None", false, false},
+	{"kept", false, false},
+	{refused, false, false},
 }
 
-var specIdle = map[string][6]specCell{
-	"None":                 {{"Pending", false}, {"None", false}, {"CustomerActionNeeded", false}, {"Unplanned", true}, {refused, false}, {refused, false}},
-	"Pending":              {{"Pending", false}, {"None", false}, {"CustomerActionNeeded", false}, {"Planned", true}, {refused, false}, {refused, false}},
-	"Planned":              {{"Pending", false}, {"None", false}, {"CustomerActionNeeded", false}, {"Planned", true}, {refused, false}, {refused, false}},
-	"Unplanned":            {{"Pending", false}, {"None", false}, {"CustomerActionNeeded", false}, {"Unplanned", true}, {refused, false}, {refused, false}},
-	"CustomerActionNeeded": {{"Pending", false}, {"None", false}, {"CustomerActionNeeded", false}, {"Unplanned", true}, {refused, false}, {refused, false}},
+var forgotten = specCell{"None", false, true}
+
+var specIdle = map[string][7]specCell{
+	"None":                 {{"Pending", false, false}, {"None", false, false}, {"CustomerActionNeeded", false, false}, {"Unplanned", true, false}, {refused, false, false}, {refused, false, false}, forgotten},
+	"Pending":              {{"Pending", false, false}, {"None", false, false}, {"CustomerActionNeeded", false, false}, {"Planned", true, false}, {refused, false, false}, {refused, false, false}, forgotten},
+	"Planned":              {{"Pending", false, false}, {"None", false, false}, {"CustomerActionNeeded", false, false}, {"Planned", true, false}, {refused, false, false}, {refused, false, false}, forgotten},
+	"Unplanned":            {{"Pending", false, false}, {"None", false, false}, {"CustomerActionNeeded", false, false}, {"Unplanned", true, false}, {refused, false, false}, {refused, false, false}, forgotten},
+	"CustomerActionNeeded": {{"Pending", false, false}, {"None", false, false}, {"CustomerActionNeeded", false, false}, {"Unplanned", true, false}, {refused, false, false}, {refused, false, false}, forgotten},
 }
 
 // specColumn maps each task of the README (States and tasks) to its column, by name.
@@ -47,6 +52,7 @@ var specColumn = map[string]int{
 	"MigrateLoadBalancer":  3,
 	"UpdateSucceeded":      4,
 	"UpdateFailed":         5,
+	"Forget":               6,
 }
 
 var specStates = []string{"None", "Pending", "Planned", "Unplanned", "CustomerActionNeeded"}
@@ -152,7 +158,7 @@ func checkCell(t *testing.T, state domain.State, updating bool, task domain.Task
 	if !ok {
 		t.Fatalf("task %q not in SPEC", task)
 	}
-	outcome := col >= 4
+	outcome := col == 4 || col == 5
 	// SPEC: force applies a signal/update task as if no update were in progress; an outcome
 	// needs an update in progress, so force does not change its lookup.
 	usesUpdatingRow := updating && !(force && !outcome)
@@ -203,6 +209,9 @@ func checkCell(t *testing.T, state domain.State, updating bool, task domain.Task
 	if got.Updating != want.updating {
 		t.Errorf("updating = %t, want %t", got.Updating, want.updating)
 	}
+	if got.Forgotten() != want.forgotten || want.forgotten && !got.ForgottenAt.Equal(now) {
+		t.Errorf("forgottenAt = %v, want forgotten=%t at %v", got.ForgottenAt, want.forgotten, now)
+	}
 	wantTask := domain.Task("")
 	if want.updating {
 		wantTask = task
@@ -212,7 +221,7 @@ func checkCell(t *testing.T, state domain.State, updating bool, task domain.Task
 	}
 	var wantErr string
 	switch {
-	case col == 3 || task == domain.TaskUpdateSucceeded:
+	case col == 3 || task == domain.TaskUpdateSucceeded || want.forgotten:
 		wantErr = ""
 	case task == domain.TaskUpdateFailed:
 		wantErr = cmd.Error
@@ -529,5 +538,67 @@ func TestDescribe_MatchesSpecTable(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestApply_ForgetLeavesATombstoneThatTheNextCommandStartsAfresh(t *testing.T) {
+	in := baseRecord(domain.StateUnplanned, false)
+	in.Campaign = &domain.CampaignRef{ID: "c1", Generation: 1}
+	gone, tr, rej := domain.Apply(in, commandFor(domain.TaskForget, false), now)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if !gone.Forgotten() || gone.State != domain.StateNone || gone.Window != nil || gone.Campaign != nil || gone.LastError != "" {
+		t.Errorf("after Forget: %+v", gone)
+	}
+	if tr.From != domain.StateUnplanned || tr.To != domain.StateNone {
+		t.Errorf("Forget transition %s -> %s", tr.From, tr.To)
+	}
+	// What the command handler keeps to recognise old commands stays on the tombstone.
+	if gone.LastCommandSeq != in.LastCommandSeq || !reflect.DeepEqual(gone.RecentCommandIDs, in.RecentCommandIDs) {
+		t.Errorf("Forget dropped the handler's memory: %+v", gone)
+	}
+
+	// Forgetting again keeps it forgotten.
+	again, _, rej := domain.Apply(gone, commandFor(domain.TaskForget, false), now.Add(time.Hour))
+	if rej != nil || !again.Forgotten() {
+		t.Errorf("Forget of a forgotten entity: %+v, %v", again, rej)
+	}
+
+	// A later command tracks it again as if it were new: from None, under its own casing,
+	// since now, with nothing of before but the handler's memory.
+	later := now.Add(2 * time.Hour)
+	c := commandFor(domain.TaskEverything, false)
+	c.ResourceID = "/SUBSCRIPTIONS/0b1f/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
+	back, tr, rej := domain.Apply(gone, c, later)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if back.Forgotten() || back.State != domain.StateUnplanned || !back.Updating || tr.From != domain.StateNone {
+		t.Errorf("after Forget, an update: %+v (%s -> %s), want Unplanned from None", back, tr.From, tr.To)
+	}
+	if back.ResourceID != c.ResourceID || !back.StateSince.Equal(later) || back.Reason != "" {
+		t.Errorf("not tracked as new: resourceId %q, stateSince %v, reason %q", back.ResourceID, back.StateSince, back.Reason)
+	}
+	if !reflect.DeepEqual(back.RecentCommandIDs, in.RecentCommandIDs) {
+		t.Errorf("the handler's memory was lost: %v", back.RecentCommandIDs)
+	}
+	// An outcome on a forgotten entity finds no update in progress.
+	if _, _, rej := domain.Apply(gone, commandFor(domain.TaskUpdateSucceeded, false), later); rej == nil || rej.Code != domain.CodeRequestNotAllowed {
+		t.Errorf("UpdateSucceeded on a forgotten entity: %v, want RequestNotAllowed", rej)
+	}
+}
+
+func TestApply_ForgetWhileUpdatingNeedsForce(t *testing.T) {
+	in := baseRecord(domain.StatePlanned, true)
+	if _, _, rej := domain.Apply(in, commandFor(domain.TaskForget, false), now); rej == nil || rej.Code != domain.CodeRequestNotAllowed || rej.Target != "task" {
+		t.Fatalf("unforced Forget while updating: %v, want RequestNotAllowed on task", rej)
+	}
+	got, tr, rej := domain.Apply(in, commandFor(domain.TaskForget, true), now)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if !got.Forgotten() || got.Updating || got.Task != "" || !tr.Forced {
+		t.Errorf("forced Forget: %+v, forced=%t", got, tr.Forced)
 	}
 }

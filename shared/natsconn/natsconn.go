@@ -61,6 +61,11 @@ type Options struct {
 	// server with the roles of infra/nats lets each role subscribe only to its own prefix,
 	// natsconf.Role.InboxPrefix.
 	InboxPrefix string
+	// User and Password, or Token, authenticate where the server has such users (a NATS CLI
+	// context may carry them; on the command line they go in the URL).
+	User, Password, Token string
+	// TLSFirst starts TLS before the NATS protocol's INFO (a server with handshake_first).
+	TLSFirst bool
 	// Timeout bounds the connection attempt to each server (default 5s).
 	Timeout time.Duration
 	// Logger receives asynchronous errors and connection events (default slog.Default()).
@@ -173,6 +178,15 @@ func (o Options) NATSOptions() ([]nats.Option, error) {
 	}
 	if o.InboxPrefix != "" {
 		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
+	}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.TLSFirst {
+		opts = append(opts, nats.TLSHandshakeFirst())
 	}
 	return opts, nil
 }

@@ -68,13 +68,8 @@ type wireDocument struct {
 // cased otherwise than documented, each field of its JSON type. A rejection names the field at
 // fault ("windows[1].start", "blackouts[0]"). It does not check the values: Compile does.
 func Decode(body []byte) (Document, *domain.Rejection) {
-	switch {
-	case len(body) > MaxDocumentBytes:
-		return Document{}, &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: fmt.Sprintf("policy is %d bytes, at most %d", len(body), MaxDocumentBytes)}
-	case !utf8.Valid(body):
-		return Document{}, &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: "policy is not valid UTF-8"}
-	case !json.Valid(body):
-		return Document{}, &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: "policy is not JSON"}
+	if rej := checkBody(body, "policy"); rej != nil {
+		return Document{}, rej
 	}
 	var w wireDocument
 	if rej := decodeObject(body, "policy", "", documentKeys, &w); rej != nil {
@@ -98,6 +93,22 @@ func Decode(body []byte) (Document, *domain.Rejection) {
 		doc.Blackouts = append(doc.Blackouts, b)
 	}
 	return doc, nil
+}
+
+// checkBody refuses a body (what: "policy", "body") that is too large, not UTF-8 or not JSON.
+func checkBody(body []byte, what string) *domain.Rejection {
+	var msg string
+	switch {
+	case len(body) > MaxDocumentBytes:
+		msg = fmt.Sprintf("%s is %d bytes, at most %d", what, len(body), MaxDocumentBytes)
+	case !utf8.Valid(body):
+		msg = what + " is not valid UTF-8"
+	case !json.Valid(body):
+		msg = what + " is not JSON"
+	default:
+		return nil
+	}
+	return &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: msg}
 }
 
 // decodeObject reads the JSON object raw into v, refusing keys not in known; errors name

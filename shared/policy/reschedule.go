@@ -6,12 +6,6 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// TaskReschedule is the task by which a customer moves an announced window. It is not yet in
-// domain.Tasks: the command's validation (a window whose end may be absent), the transition
-// (the state and stateSince kept, a new series of notices) and the contract's table of tasks
-// take it together, where the command function accepts it.
-const TaskReschedule domain.Task = "Reschedule"
-
 // EC2's rules for moving an announced window, from the stored time of the Reschedule.
 const (
 	// RescheduleMinLead: the new window starts at least this long after the stored time.
@@ -35,7 +29,7 @@ const (
 // Without window.end the window keeps its length. force changes nothing here.
 func Reschedule(r domain.Record, c domain.Command, storedAt time.Time, p *Policy, deadline time.Time) (domain.Window, *domain.Rejection) {
 	if c.Window == nil || c.Window.Start.IsZero() {
-		return domain.Window{}, domain.InvalidParameter("window.start", "is required with %s", TaskReschedule)
+		return domain.Window{}, domain.InvalidParameter("window.start", "is required with %s", domain.TaskReschedule)
 	}
 	if !c.Window.End.IsZero() && !c.Window.End.After(c.Window.Start) {
 		return domain.Window{}, domain.InvalidParameter("window.end", "must be after window.start")

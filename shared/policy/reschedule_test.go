@@ -20,7 +20,7 @@ func TestReschedule_EC2Rules(t *testing.T) {
 		if end != "" {
 			w.End = utc(end)
 		}
-		return domain.Command{ID: "r1", ResourceID: scope + "/c1", Task: policy.TaskReschedule, Window: &w}
+		return domain.Command{ID: "r1", ResourceID: scope + "/c1", Task: domain.TaskReschedule, Window: &w}
 	}
 	cases := []struct {
 		name     string
@@ -43,7 +43,7 @@ func TestReschedule_EC2Rules(t *testing.T) {
 			want: win("2026-11-18T22:00:00Z", "2026-11-19T02:00:00Z")},
 		{name: "ending at the deadline", r: rec, c: move("2026-11-23T21:00:00Z", ""), storedAt: stored, p: p, deadline: utc("2026-11-24T01:00:00Z"),
 			want: win("2026-11-23T21:00:00Z", "2026-11-24T01:00:00Z")},
-		{name: "no window", r: rec, c: domain.Command{ID: "r1", Task: policy.TaskReschedule}, storedAt: stored, p: p, code: domain.CodeInvalidParameter, target: "window.start"},
+		{name: "no window", r: rec, c: domain.Command{ID: "r1", Task: domain.TaskReschedule}, storedAt: stored, p: p, code: domain.CodeInvalidParameter, target: "window.start"},
 		{name: "an end before the start", r: rec, c: move("2026-11-23T21:00:00Z", "2026-11-23T20:00:00Z"), storedAt: stored, p: p, code: domain.CodeInvalidParameter, target: "window.end"},
 		{name: "not Pending", r: domain.Record{State: domain.StatePlanned, Window: &announced}, c: move("2026-11-23T21:00:00Z", ""), storedAt: stored, p: p, code: domain.CodeRequestNotAllowed, target: "task"},
 		{name: "Pending without a window", r: domain.Record{State: domain.StatePending}, c: move("2026-11-23T21:00:00Z", ""), storedAt: stored, p: p, code: domain.CodeRequestNotAllowed, target: "task"},
@@ -77,7 +77,7 @@ func TestReschedule_EC2Rules(t *testing.T) {
 func TestReschedule_RefusalNamesTheNextAllowedStart(t *testing.T) {
 	announced := win("2026-11-20T21:00:00Z", "2026-11-21T01:00:00Z")
 	w := win("2026-11-21T21:00:00Z", "2026-11-22T01:00:00Z")
-	c := domain.Command{ID: "r1", Task: policy.TaskReschedule, Window: &w}
+	c := domain.Command{ID: "r1", Task: domain.TaskReschedule, Window: &w}
 	_, rej := policy.Reschedule(domain.Record{State: domain.StatePending, Window: &announced}, c, utc("2026-11-18T12:00:00Z"), customer(t), time.Time{})
 	if rej == nil || !strings.Contains(rej.Message, "2026-11-23T21:00:00Z") {
 		t.Errorf("Reschedule to a Saturday: %v; want the next allowed start, Monday 22:00 Berlin", rej)

@@ -1,6 +1,7 @@
 // Package signing signs commands with NATS nkeys (ed25519) and checks them in the command
-// function: a command carries a signature over its exact body, the signer's public key names a
-// configured admin or updater, and the role must allow the task. The signer's configured name,
+// and policies functions: a command carries a signature over its exact body, the signer's public
+// key names a configured admin, updater or customer, and the role must allow the task (a
+// customer's only on the entities and policies of its scopes). The signer's configured name,
 // not the body's self-declared actor, becomes the actor.
 package signing
 
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
 )
 
 // Headers of a signed command.
@@ -27,21 +29,29 @@ const (
 // Role is what a signer may do.
 type Role string
 
-// Roles. Admins announce maintenance and start updates; updaters report their outcome; the
-// campaign function announces and withdraws its campaigns' windows (Pending and None only).
+// Roles. Admins announce maintenance, start updates, forget entities and set any policy;
+// updaters report an update's outcome; customers set the policies of their scopes and
+// reschedule the windows of the entities in them, nothing else; the campaign function
+// announces and withdraws its campaigns' windows (Pending and None only).
 const (
 	RoleAdmin    Role = "admin"
 	RoleUpdater  Role = "updater"
+	RoleCustomer Role = "customer"
 	RoleCampaign Role = "campaign"
 )
 
-// Allows reports whether the role may send task.
+var knownRoles = []Role{RoleAdmin, RoleUpdater, RoleCustomer, RoleCampaign}
+
+// Allows reports whether the role may send task (a customer, only within its scopes).
 func (r Role) Allows(t domain.Task) bool {
 	switch r {
 	case RoleAdmin:
-		return t.Kind() == domain.KindSignal || t.Kind() == domain.KindUpdate
+		k := t.Kind()
+		return k == domain.KindSignal || k == domain.KindUpdate || k == domain.KindAdmin || k == domain.KindReschedule
 	case RoleUpdater:
 		return t.Kind() == domain.KindOutcome
+	case RoleCustomer:
+		return t == domain.TaskReschedule
 	case RoleCampaign:
 		return t == domain.TaskPending || t == domain.TaskNone
 	}
@@ -55,9 +65,27 @@ type Signer struct {
 	PublicKey  string   `json:"publicKey,omitempty"`
 	PublicKeys []string `json:"publicKeys,omitempty"`
 	Roles      []Role   `json:"roles"`
+	// Scopes are a customer's resource-ID prefixes (scopes of policies: a subscription, a
+	// resource group or a resource): the entities it may reschedule and whose policies it
+	// may set.
+	Scopes []string `json:"scopes,omitempty"`
 
 	// Key is the key that signed the command at hand (set by Verify).
 	Key string `json:"-"`
+	// scopes are Scopes, parsed.
+	scopes []policy.Scope
+}
+
+// Covers reports whether one of the signer's scopes covers the entity or scope of key.
+func (s Signer) Covers(key string) bool {
+	return slices.ContainsFunc(s.scopes, func(sc policy.Scope) bool { return sc.Covers(key) })
+}
+
+// may reports whether the signer may send task for the entity of key.
+func (s Signer) may(t domain.Task, key string) bool {
+	return slices.ContainsFunc(s.Roles, func(r Role) bool {
+		return r.Allows(t) && (r != RoleCustomer || s.Covers(key))
+	})
 }
 
 // keys are the signer's public keys, from both fields.
@@ -91,10 +119,8 @@ func NewPolicy(required bool, signers []Signer) (*Policy, error) {
 		if len(s.Roles) == 0 {
 			return nil, fmt.Errorf("%w: signer %q has no role", ErrInvalidPolicy, s.Name)
 		}
-		for _, r := range s.Roles {
-			if r != RoleAdmin && r != RoleUpdater && r != RoleCampaign {
-				return nil, fmt.Errorf("%w: signer %q: unknown role %q (admin, updater, campaign)", ErrInvalidPolicy, s.Name, r)
-			}
+		if err := s.checkRoles(); err != nil {
+			return nil, err
 		}
 		for _, k := range s.keys() {
 			if !nkeys.IsValidPublicUserKey(k) {
@@ -112,8 +138,34 @@ func NewPolicy(required bool, signers []Signer) (*Policy, error) {
 	return p, nil
 }
 
+// checkRoles validates the roles and parses the scopes, which a customer needs and no other
+// role takes.
+func (s *Signer) checkRoles() error {
+	for _, r := range s.Roles {
+		if !slices.Contains(knownRoles, r) {
+			return fmt.Errorf("%w: signer %q: unknown role %q (admin, updater, customer, campaign)", ErrInvalidPolicy, s.Name, r)
+		}
+	}
+	customer := slices.Contains(s.Roles, RoleCustomer)
+	switch {
+	case customer && len(s.Scopes) == 0:
+		return fmt.Errorf("%w: signer %q: a customer needs scopes (resource-ID prefixes such as /subscriptions/<sub>)", ErrInvalidPolicy, s.Name)
+	case !customer && len(s.Scopes) > 0:
+		return fmt.Errorf("%w: signer %q: scopes are for the customer role only", ErrInvalidPolicy, s.Name)
+	}
+	s.scopes = nil
+	for _, raw := range s.Scopes {
+		sc, rej := policy.ParseScope(raw)
+		if rej != nil {
+			return fmt.Errorf("%w: signer %q: scope %q: %s", ErrInvalidPolicy, s.Name, raw, rej.Message)
+		}
+		s.scopes = append(s.scopes, sc)
+	}
+	return nil
+}
+
 // LoadPolicy reads signers from a JSON file: [{"name": "…", "publicKeys": ["U…"], "roles":
-// ["admin"]}] ("publicKey": "U…" for a single key).
+// ["admin"]}] ("publicKey": "U…" for a single key; a customer adds "scopes": ["/subscriptions/…"]).
 func LoadPolicy(path string, required bool) (*Policy, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -139,13 +191,13 @@ func (p *Policy) Verify(body []byte, h nats.Header) (*Signer, *domain.Rejection)
 	pub, sig := h.Get(HeaderSigner), h.Get(HeaderSignature)
 	if pub == "" && sig == "" {
 		if p.Required {
-			return nil, unauthorized("the command is not signed; sign it with an admin or updater nkey (%s, %s headers)", HeaderSigner, HeaderSignature)
+			return nil, unauthorized("the command is not signed; sign it with a configured signer's nkey (%s, %s headers)", HeaderSigner, HeaderSignature)
 		}
 		return nil, nil
 	}
 	s, ok := p.signers[pub]
 	if !ok {
-		return nil, unauthorized("signer %q is not a configured admin or updater", truncate(pub, 60))
+		return nil, unauthorized("signer %q is not a configured signer", truncate(pub, 60))
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
@@ -162,16 +214,35 @@ func (p *Policy) Verify(body []byte, h nats.Header) (*Signer, *domain.Rejection)
 	return &s, nil
 }
 
-// Authorize checks that the signer's roles allow the command's task. An unsigned command (nil
-// signer) passes only when signatures are not required (Verify has refused it otherwise).
-func (p *Policy) Authorize(s *Signer, t domain.Task) *domain.Rejection {
+// Authorize checks that the signer's roles allow the command's task on its entity (a customer's
+// only within its scopes). An unsigned command (nil signer) passes only when signatures are
+// not required (Verify has refused it otherwise).
+func (p *Policy) Authorize(s *Signer, c domain.Command) *domain.Rejection {
 	if s == nil {
 		return nil
 	}
-	if slices.ContainsFunc(s.Roles, func(r Role) bool { return r.Allows(t) }) {
+	key, err := domain.Key(c.ResourceID)
+	if err == nil && s.may(c.Task, key) {
 		return nil
 	}
-	return unauthorized("signer %s (%v) may not send task %s", s.Name, s.Roles, t)
+	if slices.Contains(s.Roles, RoleCustomer) && c.Task == domain.TaskReschedule {
+		return unauthorized("signer %s may reschedule only the entities of its scopes %v", s.Name, s.Scopes)
+	}
+	return unauthorized("signer %s (%v) may not send task %s", s.Name, s.Roles, c.Task)
+}
+
+// AuthorizePolicy checks that the signer may set or delete the policy of scope: an admin any,
+// a customer those its scopes cover. An unsigned command (nil signer) passes as in Authorize.
+func (p *Policy) AuthorizePolicy(s *Signer, scope policy.Scope) *domain.Rejection {
+	switch {
+	case s == nil, slices.Contains(s.Roles, RoleAdmin):
+		return nil
+	case slices.Contains(s.Roles, RoleCustomer) && s.Covers(scope.Key):
+		return nil
+	case slices.Contains(s.Roles, RoleCustomer):
+		return unauthorized("signer %s may set the policies of its scopes %v only, not of %s", s.Name, s.Scopes, scope.ID)
+	}
+	return unauthorized("signer %s (%v) may not set policies: an admin or a customer within its scopes may", s.Name, s.Roles)
 }
 
 // Sign signs body with the seed's key and sets the headers on h.

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
 )
 
@@ -20,14 +21,17 @@ func TestNewPolicy_RejectsBadSigners(t *testing.T) {
 	acct, _ := nkeys.CreateAccount()
 	apub, _ := acct.PublicKey()
 	cases := map[string][]signing.Signer{
-		"not a user key": {{Name: "a", PublicKey: apub, Roles: []signing.Role{signing.RoleAdmin}}},
-		"no name":        {{PublicKey: pub, Roles: []signing.Role{signing.RoleAdmin}}},
-		"no role":        {{Name: "a", PublicKey: pub}},
-		"unknown role":   {{Name: "a", PublicKey: pub, Roles: []signing.Role{"root"}}},
-		"duplicate key":  {{Name: "a", PublicKey: pub, Roles: []signing.Role{signing.RoleAdmin}}, {Name: "b", PublicKey: pub, Roles: []signing.Role{signing.RoleUpdater}}},
-		"no key":         {{Name: "a", Roles: []signing.Role{signing.RoleAdmin}}},
-		"one key twice":  {{Name: "a", PublicKey: pub, PublicKeys: []string{pub}, Roles: []signing.Role{signing.RoleAdmin}}},
-		"required, none": nil,
+		"not a user key":              {{Name: "a", PublicKey: apub, Roles: []signing.Role{signing.RoleAdmin}}},
+		"no name":                     {{PublicKey: pub, Roles: []signing.Role{signing.RoleAdmin}}},
+		"no role":                     {{Name: "a", PublicKey: pub}},
+		"unknown role":                {{Name: "a", PublicKey: pub, Roles: []signing.Role{"root"}}},
+		"duplicate key":               {{Name: "a", PublicKey: pub, Roles: []signing.Role{signing.RoleAdmin}}, {Name: "b", PublicKey: pub, Roles: []signing.Role{signing.RoleUpdater}}},
+		"no key":                      {{Name: "a", Roles: []signing.Role{signing.RoleAdmin}}},
+		"one key twice":               {{Name: "a", PublicKey: pub, PublicKeys: []string{pub}, Roles: []signing.Role{signing.RoleAdmin}}},
+		"required, none":              nil,
+		"customer without scopes":     {{Name: "c", PublicKey: pub, Roles: []signing.Role{signing.RoleCustomer}}},
+		"customer with a bad scope":   {{Name: "c", PublicKey: pub, Roles: []signing.Role{signing.RoleCustomer}, Scopes: []string{"/subscriptions/s/resourceGroups"}}},
+		"scopes without the customer": {{Name: "a", PublicKey: pub, Roles: []signing.Role{signing.RoleAdmin}, Scopes: []string{"/subscriptions/s"}}},
 	}
 	for name, signers := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -51,6 +55,89 @@ func TestRole_AllowsItsTasksOnly(t *testing.T) {
 		if signing.RoleCampaign.Allows(task) != announce {
 			t.Errorf("campaign allows %s: %t", task, !announce)
 		}
+	}
+}
+
+// TestAuthorize_CustomerWithinItsScopesOnly: a customer may send Reschedule for the entities of
+// its scopes and set or delete the policies within them, nothing else; an admin may do both
+// anywhere; an updater neither.
+func TestAuthorize_CustomerWithinItsScopesOnly(t *testing.T) {
+	kps := make([]nkeys.KeyPair, 3)
+	keys := make([]string, 3)
+	for i := range keys {
+		kps[i], _ = nkeys.CreateUser()
+		keys[i], _ = kps[i].PublicKey()
+	}
+	p, err := signing.NewPolicy(true, []signing.Signer{
+		{Name: "contoso", PublicKey: keys[0], Roles: []signing.Role{signing.RoleCustomer}, Scopes: []string{"/subscriptions/S1/resourceGroups/rg-a", "/subscriptions/s2"}},
+		{Name: "alice", PublicKey: keys[1], Roles: []signing.Role{signing.RoleAdmin}},
+		{Name: "robot", PublicKey: keys[2], Roles: []signing.Role{signing.RoleUpdater}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := func(i int) *signing.Signer {
+		body, h := []byte("x"), nats.Header{}
+		if err := signing.Sign(kps[i], body, h); err != nil {
+			t.Fatal(err)
+		}
+		s, rej := p.Verify(body, h)
+		if rej != nil {
+			t.Fatal(rej)
+		}
+		return s
+	}
+	const inside = "/subscriptions/s1/resourcegroups/RG-A/providers/p/clusters/c1"
+	const outside = "/subscriptions/s1/resourceGroups/rg-b/providers/p/clusters/c1"
+	const sub2 = "/subscriptions/S2/resourceGroups/any/providers/p/clusters/c9"
+	customer, admin, updater := signer(0), signer(1), signer(2)
+	for _, tc := range []struct {
+		name   string
+		s      *signing.Signer
+		c      domain.Command
+		allows bool
+	}{
+		{"customer reschedules an entity of its resource group", customer, domain.Command{ResourceID: inside, Task: domain.TaskReschedule}, true},
+		{"customer reschedules an entity of its subscription", customer, domain.Command{ResourceID: sub2, Task: domain.TaskReschedule}, true},
+		{"customer may not reschedule outside its scopes", customer, domain.Command{ResourceID: outside, Task: domain.TaskReschedule}, false},
+		{"customer may not announce", customer, domain.Command{ResourceID: inside, Task: domain.TaskPending}, false},
+		{"customer may not start an update", customer, domain.Command{ResourceID: inside, Task: domain.TaskEverything}, false},
+		{"customer may not clear", customer, domain.Command{ResourceID: inside, Task: domain.TaskNone}, false},
+		{"customer may not report an outcome", customer, domain.Command{ResourceID: inside, Task: domain.TaskUpdateSucceeded}, false},
+		{"admin reschedules anything", admin, domain.Command{ResourceID: outside, Task: domain.TaskReschedule}, true},
+		{"updater may not reschedule", updater, domain.Command{ResourceID: inside, Task: domain.TaskReschedule}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rej := p.Authorize(tc.s, tc.c)
+			if (rej == nil) != tc.allows || rej != nil && rej.Code != domain.CodeUnauthorized {
+				t.Errorf("Authorize = %v, want allowed %t", rej, tc.allows)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		s      *signing.Signer
+		scope  string
+		allows bool
+	}{
+		{"customer sets its resource group's policy", customer, "/subscriptions/s1/resourceGroups/rg-a", true},
+		{"customer sets a policy of one resource of it", customer, inside, true},
+		{"customer sets its subscription's policy", customer, "/subscriptions/s2", true},
+		{"customer may not set the subscription's above its resource group", customer, "/subscriptions/s1", false},
+		{"customer may not set another resource group's", customer, "/subscriptions/s1/resourceGroups/rg-b", false},
+		{"admin sets any", admin, "/subscriptions/s1", true},
+		{"updater may not", updater, "/subscriptions/s1/resourceGroups/rg-a", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scope, rej := policy.ParseScope(tc.scope)
+			if rej != nil {
+				t.Fatal(rej)
+			}
+			rej = p.AuthorizePolicy(tc.s, scope)
+			if (rej == nil) != tc.allows || rej != nil && rej.Code != domain.CodeUnauthorized {
+				t.Errorf("AuthorizePolicy = %v, want allowed %t", rej, tc.allows)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
 )
 
 // Watched is the policy of a signers file, read again whenever the file changes: keys are
@@ -92,8 +93,13 @@ func (w *Watched) Verify(body []byte, h nats.Header) (*Signer, *domain.Rejection
 }
 
 // Authorize is Policy.Authorize with the policy in force.
-func (w *Watched) Authorize(s *Signer, t domain.Task) *domain.Rejection {
-	return w.Policy().Authorize(s, t)
+func (w *Watched) Authorize(s *Signer, c domain.Command) *domain.Rejection {
+	return w.Policy().Authorize(s, c)
+}
+
+// AuthorizePolicy is Policy.AuthorizePolicy with the policy in force.
+func (w *Watched) AuthorizePolicy(s *Signer, scope policy.Scope) *domain.Rejection {
+	return w.Policy().AuthorizePolicy(s, scope)
 }
 
 // Requires reports whether unsigned commands are refused.

@@ -79,6 +79,14 @@ func alwaysApplied(i, keys int, run string) domain.Command {
 	}
 }
 
+// command is the i-th command of a run.
+func (s sender) command(i, keys int, run string) domain.Command {
+	if s.gen == nil {
+		return alwaysApplied(i, keys, run)
+	}
+	return s.gen(i, keys, run)
+}
+
 // startReplicas runs n command-function replicas, each on its own connection.
 // auth nil accepts unsigned commands.
 func startReplicas(ctx context.Context, connect func() (*nats.Conn, error), n int, auth command.Authority) (stop func(), err error) {
@@ -153,7 +161,7 @@ func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int, snd send
 	// Made (and signed) before the clock starts: the senders' work is not the function's.
 	msgs := make([]*nats.Msg, n)
 	for i := range msgs {
-		if msgs[i], err = snd.msg(alwaysApplied(i, keys, run)); err != nil {
+		if msgs[i], err = snd.msg(snd.command(i, keys, run)); err != nil {
 			return 0, err
 		}
 	}

@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -campaigns-only | -web-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -campaigns-only | -web-only | -policy-only]
 package main
 
 import (
@@ -57,6 +57,7 @@ func main() {
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
 	flag.BoolVar(&campaignsOnly, "campaigns-only", false, "only the campaign figures (announcements, create to the last applied, dry run)")
 	flag.BoolVar(&webOnly, "web-only", false, "only the web view's figures: the fleet page at a million entities (-quick: 2000) against 50 direct KV reads")
+	flag.BoolVar(&policyOnly, "policy-only", false, "only the command throughput with a customer's policy in force and without")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
 	flag.BoolVar(&matureRecords, "mature", false, "records as after many commands (the last 32 command ids and the last event), not fresh ones")
@@ -99,6 +100,8 @@ func main() {
 		}
 	case webOnly:
 		runner = benchWebOnly
+	case policyOnly:
+		runner = benchPolicyOnly
 	}
 	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -150,6 +153,10 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return fmt.Errorf("signed commands: %w", err)
 	}
 	fmt.Fprintf(out, "command function, 4 replicas, %d commands over %d entities: %v\n", s.throughputN, s.keys, signed)
+	pol, err := comparePolicy(ctx, srv, s.throughputN, s.keys)
+	if err != nil {
+		return fmt.Errorf("policies: %w", err)
+	}
 	wh, err := benchWebhook(ctx, js, s.webhookN, s.keys, out)
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
@@ -167,6 +174,7 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 		return fmt.Errorf("durable R3: %w", err)
 	}
 	durableLines := func() {
+		printPolicy(out, s, pol)
 		fmt.Fprintf(out, "ratio durable_command_r1 %.2f\nratio durable_command_r3 %.2f\nms durable_p99_r3 %.1f\n", r1.ratio(), r3.ratio(), ms(r3.p99))
 		fmt.Fprintf(out, "ratio signed_command %.2f\nratio signed_command_r1 %.2f\nratio signed_command_r3 %.2f\n", signed.ratio(), r1.signed.ratio(), r3.signed.ratio())
 	}
@@ -358,6 +366,7 @@ var (
 	shardsOnly    bool
 	campaignsOnly bool
 	webOnly       bool
+	policyOnly    bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

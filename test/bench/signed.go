@@ -22,6 +22,8 @@ import (
 type sender struct {
 	kp     nkeys.KeyPair
 	policy *signing.Policy // for the replicas: signatures required, the key an admin's
+	// gen makes the i-th command of a run over keys entities (nil: alwaysApplied).
+	gen func(i, keys int, run string) domain.Command
 }
 
 func newSigner() (sender, error) {

@@ -39,16 +39,17 @@ func buildAndRun(m *testing.M) int {
 }
 
 // baseEnv is the environment of every subprocess: the test's, without anything that would
-// point maintctl elsewhere (NATS_URL, OTEL_*).
+// point maintctl elsewhere (NATS_URL, OTEL_*, a NATS CLI context of the machine's user).
 func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "NATS_URL=") || strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "USER=") {
+		if strings.HasPrefix(kv, "NATS_URL=") || strings.HasPrefix(kv, "NATS_CONTEXT=") || strings.HasPrefix(kv, "XDG_CONFIG_HOME=") ||
+			strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "USER=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "USER=e2e-sre")
+	return append(env, "USER=e2e-sre", "XDG_CONFIG_HOME=/nonexistent/e2e-config")
 }
 
 // upProc is a running `maintctl up`.

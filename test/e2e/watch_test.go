@@ -52,8 +52,12 @@ func TestWatchSince_ReplaysInStoredOrderThenFollows(t *testing.T) {
 	if !slices.Equal(replay, want) {
 		t.Fatalf("watch --no-follow: %d lines, %d out of place; want the %d entries in stored order", len(replay), outOfPlace(replay, want), len(want))
 	}
-	if r := maintctl(t, url, "watch", "--no-follow"); r.code == 0 || !strings.Contains(r.stderr, "--since") {
-		t.Errorf("watch --no-follow without --since: exit %d, %s", r.code, r.stderr)
+	// Without --since, the replay of the last hour.
+	if out := ok(t, url, "watch", "--no-follow", "-o", "json"); strings.Count(out, "\n") != len(want) {
+		t.Errorf("watch --no-follow without --since: %d lines, want the last hour's %d", strings.Count(out, "\n"), len(want))
+	}
+	if r := maintctl(t, url, "watch", "--no-follow", "--since", "0"); r.code == 0 || !strings.Contains(r.stderr, "--since") {
+		t.Errorf("watch --no-follow --since 0: exit %d, %s", r.code, r.stderr)
 	}
 }
 

@@ -312,7 +312,8 @@ func waitOutcome(t *testing.T, js jetstream.JetStream, resourceID string, timeou
 	}
 }
 
-// bucketStates reads every record: resource ID → emitted state name.
+// bucketStates reads every record the signal carries: resource ID → emitted state name. A
+// forgotten entity (the load sends Forget too) is out of the signal.
 func bucketStates(t *testing.T, js jetstream.JetStream) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -326,7 +327,9 @@ func bucketStates(t *testing.T, js jetstream.JetStream) map[string]string {
 		if derr != nil {
 			return derr
 		}
-		out[en.Record.ResourceID] = stateAttr(en.Record.State)
+		if !en.Record.Forgotten() {
+			out[en.Record.ResourceID] = stateAttr(en.Record.State)
+		}
 		return nil
 	})
 	if err != nil {

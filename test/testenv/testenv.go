@@ -91,12 +91,23 @@ func Connect(t testing.TB, s *embedded.Server) *nats.Conn {
 // Events reads every outcome event stored under filter (a subject or wildcard), oldest first.
 func Events(t testing.TB, js jetstream.JetStream, filter string) []domain.Event {
 	t.Helper()
+	return readEvents(t, js, filter, domain.DecodeEvent)
+}
+
+// PolicyEvents reads every policy command's outcome stored under filter, oldest first.
+func PolicyEvents(t testing.TB, js jetstream.JetStream, filter string) []domain.PolicyEvent {
+	t.Helper()
+	return readEvents(t, js, filter, domain.DecodePolicyEvent)
+}
+
+func readEvents[E any](t testing.TB, js jetstream.JetStream, filter string, decode func([]byte) (E, error)) []E {
+	t.Helper()
 	ctx := context.Background()
 	c, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []domain.Event
+	var out []E
 	for {
 		batch, err := c.FetchNoWait(1000)
 		if err != nil {
@@ -105,7 +116,7 @@ func Events(t testing.TB, js jetstream.JetStream, filter string) []domain.Event 
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			ev, err := domain.DecodeEvent(m.Data())
+			ev, err := decode(m.Data())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,4 +153,22 @@ func WaitEvents(t testing.TB, js jetstream.JetStream, key string, n int, within 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// PutPolicy writes a revision of scope's policy in the policies bucket, as the policies function
+// stores one: the document {"scope": scope, <fields>}; fields "" deletes the policy. It returns
+// the revision.
+func PutPolicy(t testing.TB, js jetstream.JetStream, scope, fields string) uint64 {
+	t.Helper()
+	m := nats.NewMsg(domain.PolicySubject(domain.MustKey(scope)))
+	if fields == "" {
+		m.Header.Set(domain.HeaderKVOperation, domain.KVDelete)
+	} else {
+		m.Data = []byte(`{"scope": "` + scope + `", ` + fields + `}`)
+	}
+	ack, err := js.PublishMsg(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
 }

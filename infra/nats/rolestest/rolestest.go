@@ -35,6 +35,7 @@ import (
 	"maintsignals/shared/function"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
+	"maintsignals/shared/policy"
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/testenv"
 )
@@ -253,6 +254,10 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		}
 	})
 
+	t.Run("the customer sets its policy, reschedules its entity and reads them", func(t *testing.T) {
+		checkCustomer(t, newClient(t, admin), newClient(t, p["customer"]), newClient(t, reader))
+	})
+
 	if o.RunFunctions {
 		t.Run("the webhook function delivers the events", func(t *testing.T) {
 			ctx := testenv.Context(t, 10*time.Second)
@@ -304,8 +309,8 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 				delivered += ci.Delivered.Consumer
 			}
 		}
-		if delivered != 4 {
-			t.Errorf("%d commands delivered, want 4", delivered)
+		if delivered != 6 {
+			t.Errorf("%d commands delivered, want 6 (4, and the customer's announcement and reschedule)", delivered)
 		}
 	})
 
@@ -368,19 +373,29 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			return pt.Guard(ctx, "$JS.API.>", func(ctx context.Context) error { return fn(ctx, pt.JS) })
 		}
 	}
-	notOperator := []string{"admin", "updater", "command", "emitter", "campaign", "reader"}
+	notOperator := []string{"admin", "updater", "command", "emitter", "campaign", "reader", "customer"}
+	notFunction := []string{"admin", "updater", "campaign", "reader", "customer"}
 	denied := []struct {
 		action string
 		by     []string
 		do     func(context.Context, *Party) error
 	}{
 		{"publish a command", []string{"command", "emitter", "reader"}, publish(domain.CommandSubject(key))},
-		{"send a campaign command", []string{"updater", "command", "emitter", "campaign", "reader"}, publish(domain.CampaignCommandSubject("roles"))},
-		{"publish an outcome event", []string{"admin", "updater", "campaign", "reader"}, publish(domain.EventSubject(key))},
-		{"publish a dead letter", []string{"admin", "updater", "campaign", "reader"}, publish(domain.DLQSubject(key))},
-		{"publish a notice", []string{"admin", "updater", "campaign", "reader"}, publish(domain.NoticeSubject(key))},
+		{"send a campaign command", []string{"updater", "command", "emitter", "campaign", "reader", "customer"}, publish(domain.CampaignCommandSubject("roles"))},
+		{"publish a policy command", []string{"command", "emitter", "campaign", "reader", "updater"}, publish(domain.PolicyCommandSubject(key))},
+		{"publish an outcome event", notFunction, publish(domain.EventSubject(key))},
+		{"publish a policy's outcome event", notFunction, publish(domain.PolicyEventSubject(key))},
+		{"publish a dead letter", notFunction, publish(domain.DLQSubject(key))},
+		{"publish a notice", notFunction, publish(domain.NoticeSubject(key))},
+		{"write a policy in the bucket", notFunction, publish(domain.PolicySubject(key))},
+		{"delete a policy revision", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.PoliciesBucketStream)},
+		{"read the policy commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.OrderedConsumer(ctx, domain.PoliciesStream, jetstream.OrderedConsumerConfig{})
+			return err
+		})},
+		{"purge the policies bucket", notOperator, request("$JS.API.STREAM.PURGE." + domain.PoliciesBucketStream)},
 		{"delete a notice", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.NoticesStream)},
-		{"write a record", []string{"admin", "updater", "campaign", "reader"}, func(ctx context.Context, pt *Party) error {
+		{"write a record", notFunction, func(ctx context.Context, pt *Party) error {
 			return pt.Guard(ctx, natsconf.KVSubjects, func(ctx context.Context) error {
 				kv, err := pt.JS.KeyValue(ctx, domain.Bucket)
 				if err != nil {
@@ -390,7 +405,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 				return err
 			})
 		}},
-		{"read dead letters", []string{"updater", "command", "emitter", "campaign", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+		{"read dead letters", []string{"updater", "command", "emitter", "campaign", "reader", "customer"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := dlq.List(ctx, js)
 			return err
 		})},
@@ -417,7 +432,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		{"purge the events stream", notOperator, request("$JS.API.STREAM.PURGE." + domain.EventsStream)},
 		{"purge the bucket", notOperator, request("$JS.API.STREAM.PURGE.KV_" + domain.Bucket)},
 		{"delete an event", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.EventsStream)},
-		{"delete a dead letter", []string{"updater", "command", "emitter", "campaign", "reader"}, request("$JS.API.STREAM.MSG.DELETE." + domain.DLQStream)},
+		{"delete a dead letter", []string{"updater", "command", "emitter", "campaign", "reader", "customer"}, request("$JS.API.STREAM.MSG.DELETE." + domain.DLQStream)},
 		{"delete the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteStream(ctx, domain.CommandsStream)
 		})},
@@ -427,15 +442,15 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		{"delete a function's consumer", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteConsumer(ctx, domain.CommandsStream, domain.CommandConsumer(0))
 		})},
-		{"take over a webhook subscription's consumer", []string{"admin", "updater", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+		{"take over a webhook subscription's consumer", notFunction, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.CreateOrUpdateConsumer(ctx, domain.WebhookStream, jetstream.ConsumerConfig{Durable: domain.WebhookConsumer("roles"), AckPolicy: jetstream.AckExplicitPolicy})
 			return err
 		})},
-		{"read the webhook feed", []string{"admin", "updater", "reader"}, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
+		{"read the webhook feed", notFunction, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.OrderedConsumer(ctx, domain.WebhookStream, jetstream.OrderedConsumerConfig{})
 			return err
 		})},
-		{"send a webhook delivery again", []string{"updater", "command", "emitter", "campaign", "reader"}, publish(domain.WebhookReplaySubject("roles", key))},
+		{"send a webhook delivery again", []string{"updater", "command", "emitter", "campaign", "reader", "customer"}, publish(domain.WebhookReplaySubject("roles", key))},
 		{"create a consumer on the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			_, err := js.CreateConsumer(ctx, domain.CommandsStream, jetstream.ConsumerConfig{Durable: "thief", AckPolicy: jetstream.AckExplicitPolicy})
 			return err
@@ -539,6 +554,42 @@ func checkCampaign(t *testing.T, admin *Party) {
 	}
 	if got, err := c.Campaign(ctx, "roles"); err != nil || got.Status != campaign.StatusActive {
 		t.Errorf("campaign: %+v, %v", got, err)
+	}
+}
+
+// checkCustomer: at the NATS level the customer sets the policy of an entity, sends its
+// Reschedule (the admin announced the window) and reads the policy and the record; the reader
+// reads the policy too. (Which of these take effect, where commands are signed, is the
+// signature's to decide: shared/signing.)
+func checkCustomer(t *testing.T, admin, customer, reader *client.Client) {
+	t.Helper()
+	ctx := testenv.Context(t, 20*time.Second)
+	id := ResourceID + "-customer"
+	start := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	announce := cmd("a-1", domain.TaskPending)
+	announce.ResourceID, announce.Window = id, &domain.Window{Start: start, End: start.Add(4 * time.Hour)}
+	if _, err := admin.Send(ctx, announce); err != nil {
+		t.Fatalf("announce: %v", err)
+	}
+	if res, err := customer.SendPolicy(ctx, policy.Command{ID: "p-1", Scope: id, Policy: &policy.Document{AllowReschedule: true}, Actor: "customer"}); err != nil || res.Event.Outcome != domain.OutcomeApplied {
+		t.Fatalf("policy: %+v, %v", res, err)
+	}
+	move := cmd("r-1", domain.TaskReschedule)
+	move.ResourceID, move.Window = id, &domain.Window{Start: start.Add(24 * time.Hour)}
+	res, err := customer.Send(ctx, move)
+	if err != nil || res.Entity.Record.Window == nil || !res.Entity.Record.Window.Start.Equal(move.Window.Start) {
+		t.Fatalf("reschedule: %+v, %v", res, err)
+	}
+	for name, c := range map[string]*client.Client{"customer": customer, "reader": reader} {
+		if p, ok, err := c.PolicyOf(ctx, id); err != nil || !ok || !p.Policy.AllowReschedule() {
+			t.Errorf("%s reads the policy: %+v %t, %v", name, p, ok, err)
+		}
+		if ps, err := c.Policies(ctx); err != nil || len(ps) != 1 {
+			t.Errorf("%s lists the policies: %d, %v", name, len(ps), err)
+		}
+	}
+	if evs, err := customer.History(ctx, id); err != nil || len(evs) != 2 {
+		t.Errorf("customer reads the history: %d events, %v", len(evs), err)
 	}
 }
 

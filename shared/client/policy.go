@@ -1,0 +1,212 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
+	"maintsignals/shared/policy"
+	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
+)
+
+// Policy is a scope's policy as the bucket holds it.
+type Policy struct {
+	Revision *store.Revision
+	// Policy is the document compiled (nil when the revision is a delete).
+	Policy *policy.Policy
+}
+
+// PolicyResult is what became of a sent policy command.
+type PolicyResult struct {
+	Command policy.Command
+	// Seq is the command's sequence in MAINT_POLICIES; Republished: the stream already held
+	// this id (published again inside the duplicate window).
+	Seq         uint64
+	Republished bool
+	Event       domain.PolicyEvent
+}
+
+// PolicyOutcomeError is returned with the result when a policy command was rejected or
+// dead-lettered.
+type PolicyOutcomeError struct{ Event domain.PolicyEvent }
+
+func (e *PolicyOutcomeError) Error() string {
+	ev := e.Event
+	return describeOutcome(fmt.Sprintf("policy command %s (%s %s) %s", ev.CommandID, ev.Action, ev.Scope, ev.Outcome), ev.Code, ev.Target, ev.Message)
+}
+
+// SendPolicy publishes a policy command to maint.policy.<scope key> with Nats-Msg-Id = its id
+// (signed, issuedAt inside the body, when the client has a key) and waits, until ctx ends, for
+// its outcome on maint.evt.policy.<scope key>. A rejected or dead-lettered command returns the
+// result and a *PolicyOutcomeError; no outcome in time an error wrapping ErrNoOutcome.
+func (c *Client) SendPolicy(ctx context.Context, cmd policy.Command) (*PolicyResult, error) {
+	msg, key, err := c.policyMsg(&cmd)
+	if err != nil {
+		return nil, err
+	}
+	var res *PolicyResult
+	err = c.publishAwaiting(ctx, cmd.ID, domain.PolicyEventSubject(key), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
+		res = &PolicyResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
+		return c.awaitPolicyOutcome(ctx, sub, res, key)
+	})
+	if errors.As(err, new(*natsconn.PermissionError)) {
+		return nil, err
+	}
+	return res, err
+}
+
+// awaitPolicyOutcome waits on sub for the outcome of the policy command of res, and puts it
+// in res.
+func (c *Client) awaitPolicyOutcome(ctx context.Context, sub *nats.Subscription, res *PolicyResult, key string) error {
+	cmd := res.Command
+	if res.Republished {
+		// Its outcome may be out already: the last of the scope, if it is this command's.
+		if ev, ok := c.lastPolicyEvent(ctx, key); ok && ev.CommandID == cmd.ID {
+			return policyOutcome(res, ev)
+		}
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
+					ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, res.Seq)
+			}
+			return fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
+		}
+		if ev, err := domain.DecodePolicyEvent(m.Data); err == nil && ev.CommandID == cmd.ID {
+			return policyOutcome(res, ev)
+		}
+	}
+}
+
+func policyOutcome(res *PolicyResult, ev domain.PolicyEvent) error {
+	res.Event = ev
+	if Failed(ev.Outcome) {
+		return &PolicyOutcomeError{Event: ev}
+	}
+	return nil
+}
+
+func (c *Client) lastPolicyEvent(ctx context.Context, key string) (domain.PolicyEvent, bool) {
+	s, err := c.JS.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		return domain.PolicyEvent{}, false
+	}
+	m, err := s.GetLastMsgForSubject(ctx, domain.PolicyEventSubject(key))
+	if err != nil {
+		return domain.PolicyEvent{}, false
+	}
+	ev, err := domain.DecodePolicyEvent(m.Data)
+	return ev, err == nil
+}
+
+// policyMsg checks cmd and builds its message: the JSON body on maint.policy.<scope key>, the
+// id as Nats-Msg-Id, and a signature when the client has a key.
+func (c *Client) policyMsg(cmd *policy.Command) (*nats.Msg, string, error) {
+	if c.signer != nil && cmd.IssuedAt == "" {
+		cmd.IssuedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	body, err := cmd.Encode()
+	if err != nil {
+		return nil, "", err
+	}
+	checked, rej := policy.DecodeCommand(body, "", cmd.ID)
+	if rej != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
+	}
+	key := checked.ParsedScope().Key
+	msg := nats.NewMsg(domain.PolicyCommandSubject(key))
+	msg.Data = body
+	msg.Header.Set(domain.HeaderMsgID, cmd.ID)
+	if c.signer != nil {
+		if err := signing.Sign(c.signer, body, msg.Header); err != nil {
+			return nil, "", err
+		}
+	}
+	return msg, key, nil
+}
+
+// PolicyOf reads the policy of scope as the bucket holds it now; ok false when the scope has
+// none (never had, or deleted).
+func (c *Client) PolicyOf(ctx context.Context, scope string) (Policy, bool, error) {
+	sc, rej := policy.ParseScope(scope)
+	if rej != nil {
+		return Policy{}, false, rej
+	}
+	return c.lastPolicy(ctx, sc.Key)
+}
+
+// PolicyFor is the policy in force now for the entity resourceID: of the scopes that cover it,
+// the most specific that has one (policy.CandidateKeys); ok false when none.
+func (c *Client) PolicyFor(ctx context.Context, resourceID string) (Policy, bool, error) {
+	keys, err := policy.CandidateKeysOf(resourceID)
+	if err != nil {
+		return Policy{}, false, err
+	}
+	for _, k := range keys {
+		if p, ok, err := c.lastPolicy(ctx, k); err != nil || ok {
+			return p, ok, err
+		}
+	}
+	return Policy{}, false, nil
+}
+
+func (c *Client) lastPolicy(ctx context.Context, key string) (Policy, bool, error) {
+	var p Policy
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		bucket, err := c.policiesBucket(ctx)
+		if err != nil {
+			return err
+		}
+		p.Revision, err = store.LastPolicy(ctx, bucket, key)
+		return err
+	})
+	if err != nil || p.Revision == nil || p.Revision.Deleted {
+		return Policy{}, false, err
+	}
+	p.Policy, err = p.Revision.Policy()
+	return p, err == nil, err
+}
+
+// Policies lists the policy of every scope that has one, by scope key.
+func (c *Client) Policies(ctx context.Context) ([]Policy, error) {
+	var out []Policy
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		bucket, err := c.policiesBucket(ctx)
+		if err != nil {
+			return err
+		}
+		return store.ScanPolicies(ctx, bucket, func(r *store.Revision) error {
+			if r.Deleted {
+				return nil
+			}
+			pol, err := r.Policy()
+			if err != nil {
+				c.log.Warn("skipping a stored policy that does not compile", "key", r.Key, "error", err)
+				return nil
+			}
+			out = append(out, Policy{Revision: r, Policy: pol})
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b Policy) int { return strings.Compare(a.Revision.Key, b.Revision.Key) })
+	return out, err
+}
+
+func (c *Client) policiesBucket(ctx context.Context) (jetstream.Stream, error) {
+	s, err := c.JS.Stream(ctx, domain.PoliciesBucketStream)
+	if err != nil {
+		return nil, notProvisioned(err)
+	}
+	return s, nil
+}
