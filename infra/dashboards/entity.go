@@ -48,13 +48,7 @@ func Entity() (dashboard.Dashboard, error) {
 		Datasource(datasource).
 		Interval(minInterval).
 		WithTarget(query("A", `max by (cluster_maintenance_state) (cluster_maintenance_status_ratio`+entitySel+`)`, "{{cluster_maintenance_state}}")).
-		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
-			Type: dashboard.MappingTypeValueToText,
-			Options: map[string]dashboard.ValueMappingResult{
-				"0": {Text: ptr(" "), Color: ptr("transparent"), Index: ptr[int32](0)},
-				"1": {Text: ptr("current"), Index: ptr[int32](1)},
-			},
-		}}}).
+		Mappings(currentMapping()).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).
 		Thresholds(thresholds("text")).
@@ -75,13 +69,34 @@ func timeStat(pos dashboard.GridPos, title, description, expr, unit string) *sta
 		Thresholds(thresholds("text"))
 }
 
+// currentMapping shows a state set's 1 as the current one and its 0 as nothing, for a state
+// timeline of one line per state.
+func currentMapping() []dashboard.ValueMapping {
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"0": {Text: ptr(" "), Color: ptr("transparent"), Index: ptr[int32](0)},
+			"1": {Text: ptr("current"), Index: ptr[int32](1)},
+		},
+	}}}
+}
+
 // stateOverrides colour each state's series by its name.
 func stateOverrides() []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides] {
-	var out []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides]
+	var pairs [][2]string
 	for _, s := range stateColors {
+		pairs = append(pairs, [2]string{s.state, s.color})
+	}
+	return colorOverrides(pairs)
+}
+
+// colorOverrides colour each series named in pairs (name, colour) by its name.
+func colorOverrides(pairs [][2]string) []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides] {
+	var out []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides]
+	for _, p := range pairs {
 		out = append(out, dashboard.NewDashboardFieldConfigSourceOverridesBuilder().
-			Matcher(dashboard.MatcherConfig{Id: "byName", Options: s.state}).
-			Properties([]dashboard.DynamicConfigValue{fixedColor(s.color)}))
+			Matcher(dashboard.MatcherConfig{Id: "byName", Options: p[0]}).
+			Properties([]dashboard.DynamicConfigValue{fixedColor(p[1])}))
 	}
 	return out
 }

@@ -92,20 +92,8 @@ type stack struct {
 // after each, and returns the Prometheus that received them.
 func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 	t.Helper()
-	prom := testenv.StartPrometheus(t)
-	t.Setenv(telemetry.EnvEndpoint, prom.OTLPEndpoint())
-	t.Setenv(telemetry.EnvProtocol, telemetry.ProtocolHTTP)
-	t.Setenv(telemetry.EnvMetricsEndpoint, "")
-	t.Setenv(telemetry.EnvMetricsExporter, "")
+	prom, tel := startTelemetry(t)
 	ctx := testenv.Context(t, 2*time.Minute)
-	tel, err := telemetry.Setup(ctx, telemetry.Config{Interval: time.Hour, Logger: testenv.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	if tel.Mode() != telemetry.ModeOTLPHTTP {
-		t.Fatalf("telemetry mode %s, want %s", tel.Mode(), telemetry.ModeOTLPHTTP)
-	}
 	s := &stack{env: testenv.Start(t), tel: tel}
 	fctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -119,6 +107,7 @@ func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 		}
 	})
 	// Every update in progress counts as stuck.
+	var err error
 	if s.em, err = emitter.New(ctx, s.env.JS, tel, emitter.Config{StuckAfter: time.Nanosecond, Logger: testenv.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
