@@ -98,12 +98,7 @@ func Campaigns() (dashboard.Dashboard, error) {
 	l := &layout{}
 	d := base(CampaignsUID, "Maintenance Signals / Campaigns",
 		"Fleet campaigns: the status and progress of each, what needs attention, and the chosen campaign's entities per phase over time (the burndown).").
-		WithVariable(dashboard.NewQueryVariableBuilder(campaignVar).
-			Label("Campaign").
-			Datasource(datasource).
-			Query(dashboard.StringOrMap{String: ptr(`label_values(` + campaignStatus + `, maintenance_campaign_id)`)}).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc))
+		WithVariable(labelVariable(campaignVar, "Campaign", campaignStatus, "maintenance_campaign_id"))
 
 	d.WithRow(l.row("All campaigns"))
 	now := l.line(4, 6, 6, 6, 6)
@@ -204,14 +199,11 @@ func burndownPanel(pos dashboard.GridPos) *timeseries.PanelBuilder {
 		qs = append(qs, query(string(rune('A'+i)),
 			`max(`+campaignEntities+`{`+campaignSel+`, maintenance_campaign_phase="`+string(p)+`"})`, string(p)))
 	}
-	pb := series(pos, "Entities per phase over time", "The burndown: the campaign's entities in each phase, stacked, done at the bottom and not yet announced on top; the whole stack is the selection.", "short", qs...).
-		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).
-		FillOpacity(50).
-		LineWidth(1)
+	var colors [][2]string
 	for _, p := range burndownOrder {
-		pb.OverrideByName(string(p), []dashboard.DynamicConfigValue{fixedColor(phaseColors[p])})
+		colors = append(colors, [2]string{string(p), phaseColors[p]})
 	}
-	return pb
+	return stacked(series(pos, "Entities per phase over time", "The burndown: the campaign's entities in each phase, stacked, done at the bottom and not yet announced on top; the whole stack is the selection.", "short", qs...), colors)
 }
 
 // statusTimeline is the campaign's status over time, one line per status.

@@ -19,12 +19,7 @@ func Entity() (dashboard.Dashboard, error) {
 	l := &layout{}
 	d := base(EntityUID, "Maintenance Signals / Entity",
 		"One entity (a cluster, by its resource ID): its maintenance state now and over time, and its announced window.").
-		WithVariable(dashboard.NewQueryVariableBuilder(entityVar).
-			Label("Resource ID").
-			Datasource(datasource).
-			Query(dashboard.StringOrMap{String: ptr(`label_values(cluster_maintenance_status_ratio, cloud_resource_id)`)}).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc))
+		WithVariable(labelVariable(entityVar, "Resource ID", "cluster_maintenance_status_ratio", "cloud_resource_id"))
 
 	now := l.line(4, 6, 6, 6, 6)
 	d.WithPanel(newStat(now[0], "State", "The entity's maintenance state in the last export.",
@@ -59,6 +54,16 @@ func Entity() (dashboard.Dashboard, error) {
 		query("A", `1000 * max(cluster_maintenance_window_start_time_seconds`+entitySel+`)`, "start"),
 		query("B", `1000 * max(cluster_maintenance_window_end_time_seconds`+entitySel+`)`, "end")))
 	return build(d)
+}
+
+// labelVariable is a variable of the values of a label of a metric, in the time range shown.
+func labelVariable(name, label, metric, labelName string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(datasource).
+		Query(dashboard.StringOrMap{String: ptr(`label_values(` + metric + `, ` + labelName + `)`)}).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc)
 }
 
 // timeStat shows a time, given in milliseconds, in a date unit.
