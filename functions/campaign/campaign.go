@@ -1,4 +1,4 @@
-// Package campaign is the campaign function (README, Fleet campaigns): it applies campaign
+// Package campaign is the campaign function (infra/docs/campaigns.md): it applies campaign
 // commands (create, pause, resume, cancel, retry, approve), plans a created campaign's
 // entities, and on every tick, and at once after a command, makes a pass over each campaign:
 // it observes the outcome events of its entities' commands, steps every entity (announcing
@@ -142,7 +142,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		}()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); f.serveKicks(ctx) }()
+	go func() { defer wg.Done(); f.ServeKicks(ctx) }()
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package campaign_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,5 +86,74 @@ func TestCampaign_AnnouncementAgainAfterTheDuplicateWindow(t *testing.T) {
 	}
 	if after := s.get(list[0]); after.LastCommandSeq != before.LastCommandSeq {
 		t.Errorf("the record changed: %+v", after)
+	}
+}
+
+// A pass of withdrawals (pause --withdraw, cancel) that stops after deciding and before
+// publishing, or after publishing and before writing: the next pass withdraws every
+// announced entity that has not started exactly once, and none that started.
+func TestCampaign_CrashAroundWithdrawing(t *testing.T) {
+	for _, action := range []core.Action{core.ActionPause, core.ActionCancel} {
+		for _, tc := range []struct {
+			name  string
+			crash func(fail func(string, int) error) fn.Hooks
+		}{
+			{"between deciding and publishing", func(fail func(string, int) error) fn.Hooks { return fn.Hooks{BeforePublish: fail} }},
+			{"between publishing and writing", func(fail func(string, int) error) fn.Hooks { return fn.Hooks{AfterPublish: fail} }},
+		} {
+			t.Run(string(action)+" "+tc.name, func(t *testing.T) { crashWithdrawing(t, action, tc.crash) })
+		}
+	}
+}
+
+func crashWithdrawing(t *testing.T, action core.Action, crash func(fail func(string, int) error) fn.Hooks) {
+	s, _ := pausing(t, "w"+string(action[0]))
+	id := "w" + string(action[0])
+	s.now.Add(30 * time.Minute)
+	s.tick()
+	s.tick() // observes the announcements
+	announced := s.byPhase(id, core.PhaseAnnounced)
+	if len(announced) < 10 {
+		t.Fatalf("%d announced", len(announced))
+	}
+	started := announced[:2]
+	for i, rid := range started {
+		s.send(domain.Command{ID: fmt.Sprintf("start-%d", i), ResourceID: rid, Task: domain.TaskEverything})
+	}
+	crashed, withdrawing := 0, 0
+	s.f.SetHooks(crash(func(_ string, n int) error {
+		if crashed++; crashed == 1 {
+			withdrawing = n
+			return errCrash
+		}
+		return nil
+	}))
+	s.mustControl(core.Control{Campaign: id, Action: action, Withdraw: action == core.ActionPause})
+	testenv.Eventually(t, 10*time.Second, "the crash", func() (done bool) { s.f.Passing(func() { done = crashed > 0 }); return done })
+	if withdrawing != len(announced)-len(started) {
+		t.Fatalf("the pass that crashed had %d commands, want the %d withdrawals", withdrawing, len(announced)-len(started))
+	}
+	s.tick()
+	testenv.Eventually(t, 20*time.Second, "the withdrawals", func() bool { return len(s.withdrawals(id)) >= len(announced)-len(started) })
+	s.tick()
+	s.tick()
+	w := s.withdrawals(id)
+	for _, rid := range announced {
+		applied := count(w[domain.MustKey(rid)], domain.OutcomeApplied)
+		isStarted := rid == started[0] || rid == started[1]
+		switch {
+		case isStarted && len(w[domain.MustKey(rid)]) != 0:
+			t.Errorf("%s started its update and was sent withdrawals %v", rid, w[domain.MustKey(rid)])
+		case !isStarted && applied != 1:
+			t.Errorf("%s: withdrawals %v, want one applied", rid, w[domain.MustKey(rid)])
+		case !isStarted && s.get(rid).State != domain.StateNone:
+			t.Errorf("%s withdrawn but %s", rid, s.get(rid).State)
+		}
+	}
+	if len(w) != len(announced)-len(started) {
+		t.Errorf("%d entities were sent withdrawals, want the %d announced and not started", len(w), len(announced)-len(started))
+	}
+	if ph := s.report(id).Tally.Total(); ph.Of(core.PhaseAnnounced) != 0 || ph.Of(core.PhaseInProgress) != len(started) {
+		t.Errorf("after the withdrawals: %v", ph)
 	}
 }

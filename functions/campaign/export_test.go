@@ -21,9 +21,6 @@ func (f *Function) SetHooks(h Hooks) {
 	f.hooks = hooks{beforePublish: h.BeforePublish, afterPublish: h.AfterPublish}
 }
 
-// ServeKicks makes the passes asked for after commands, until ctx ends.
-func (f *Function) ServeKicks(ctx context.Context) { f.serveKicks(ctx) }
-
 // Passing runs fn while no pass of this replica runs.
 func (f *Function) Passing(fn func()) {
 	f.mu.Lock()

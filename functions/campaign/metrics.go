@@ -14,7 +14,7 @@ import (
 	core "maintsignals/shared/campaign"
 )
 
-// Metrics of the README (Fleet campaigns) and of the function's health.
+// Metrics of infra/docs/campaigns.md and of the function's health.
 const (
 	// The burndown, every tick, from the stored counts: entities per phase (every phase, so
 	// that it sums to the selection), the status as a state set, and the deadline.

@@ -83,8 +83,9 @@ func (f *Function) kick(id string) {
 	}
 }
 
-// serveKicks makes the passes asked for, one at a time, until ctx ends.
-func (f *Function) serveKicks(ctx context.Context) {
+// ServeKicks makes the passes asked for after campaign commands, one at a time, until ctx
+// ends (Run serves them; a test that drives the function by hand does).
+func (f *Function) ServeKicks(ctx context.Context) {
 	for {
 		var id string
 		select {

@@ -19,7 +19,7 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// maintctl campaign …: fleet campaigns (README, Fleet campaigns).
+// maintctl campaign …: fleet campaigns (infra/docs/campaigns.md).
 
 func (a *app) campaignCommand() *cobra.Command {
 	c := &cobra.Command{

@@ -34,8 +34,8 @@ func (a *app) campaignCreateCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "create [flags] ID (--list FILE | --prefix P)…",
 		Short: "Create a campaign from a list of resource IDs and/or prefixes (or plan it: --dry-run)",
-		Long: `Create a campaign: its spec comes from --spec FILE (the JSON of the README, Fleet campaigns) or
-from the flags; --list FILE (one resource ID a line; blank lines and # comments ignored) and
+		Long: `Create a campaign: its spec comes from --spec FILE (the JSON of infra/docs/campaigns.md)
+or from the flags; --list FILE (one resource ID a line; blank lines and # comments ignored) and
 --prefix P (the entities tracked now under P) fill its selection. The list is stored in the
 campaign-lists Object Store under its SHA-256, then the create command is sent and its
 outcome awaited; the campaign function plans every entity and announces each window when its

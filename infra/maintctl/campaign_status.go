@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +101,7 @@ func (a *app) watchCampaign(cmd *cobra.Command, id string) error {
 		return err
 	}
 	defer cl.Close()
-	show := a.watchLines
+	show := a.watchLines()
 	if f, ok := a.stderr.(*os.File); ok && !a.json() && term.IsTerminal(int(f.Fd())) {
 		bar := newCampaignBar(a.stderr)
 		defer bar.close()
@@ -130,14 +131,29 @@ func (a *app) watchCampaign(cmd *cobra.Command, id string) error {
 	return a.printCampaign(last)
 }
 
-// watchLines prints one line per change (or, with -o json, one JSON document).
-func (a *app) watchLines(c *campaign.Campaign) error {
-	r := campaign.NewReport(c, c.Tally)
-	if a.json() {
-		return writeJSONLine(a.stdout, r)
+// watchLines prints one line per change of what a person reads (or, with -o json, one JSON
+// document per change of the report): a write of the campaign that changes none of it, such
+// as a pass that only moved its place in the events, prints nothing.
+func (a *app) watchLines() func(*campaign.Campaign) error {
+	var last string
+	return func(c *campaign.Campaign) error {
+		r := campaign.NewReport(c, c.Tally)
+		if a.json() {
+			b, err := json.Marshal(r)
+			if err != nil || string(b) == last {
+				return err
+			}
+			last = string(b)
+			return writeJSONLine(a.stdout, r)
+		}
+		line := fmt.Sprintf("%s %s: %d/%d done, %d finished; %s", r.ID, r.Status, r.Done, r.Entities, r.Finished, phaseLine(r.Phases))
+		if line == last {
+			return nil
+		}
+		last = line
+		_, err := fmt.Fprintf(a.stdout, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
+		return err
 	}
-	_, err := fmt.Fprintf(a.stdout, "%s %s %s: %d/%d done, %d finished; %s\n", time.Now().UTC().Format(time.RFC3339), r.ID, r.Status, r.Done, r.Entities, r.Finished, phaseLine(r.Phases))
-	return err
 }
 
 // phaseLine lists the phases that hold entities: "announced=20 in_progress=3".
@@ -165,26 +181,30 @@ func newCampaignBar(w io.Writer) *campaignBar { return &campaignBar{w: w} }
 
 func (b *campaignBar) show(c *campaign.Campaign) error {
 	r := campaign.NewReport(c, c.Tally)
-	if b.bar == nil {
-		b.bar = progressbar.NewOptions(max(r.Entities, 1),
-			progressbar.OptionSetWriter(b.w), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
-			progressbar.OptionSetPredictTime(false), progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionFullWidth())
-	}
-	b.bar.ChangeMax(max(r.Entities, 1))
 	var open campaign.Counts
 	for _, p := range campaign.Phases {
 		if !p.Done() {
 			open.Add(p, r.Phases.Of(p))
 		}
 	}
-	b.bar.Describe(fmt.Sprintf("%s %s: %s", r.ID, r.Status, phaseLine(open)))
+	desc := fmt.Sprintf("%s %s: %s", r.ID, r.Status, phaseLine(open))
+	if b.bar == nil {
+		// The first frame carries the description already (a blank state is drawn at once).
+		b.bar = progressbar.NewOptions(max(r.Entities, 1),
+			progressbar.OptionSetWriter(b.w), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
+			progressbar.OptionSetPredictTime(false), progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionFullWidth(), progressbar.OptionSetDescription(desc))
+	}
+	b.bar.ChangeMax(max(r.Entities, 1))
+	b.bar.Describe(desc)
 	return b.bar.Set(r.Done)
 }
 
+// close leaves the last frame as drawn: a campaign that completed with failures is not all
+// done, and the bar must not say so.
 func (b *campaignBar) close() {
 	if b.bar != nil {
-		_ = b.bar.Finish()
+		_ = b.bar.Exit()
 		fmt.Fprintln(b.w)
 	}
 }

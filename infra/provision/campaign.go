@@ -11,7 +11,7 @@ import (
 )
 
 // Fleet campaigns: their commands' stream, their two buckets and the Object Store of their
-// lists (README, Fleet campaigns); the campaign function's consumers are its registry entry's.
+// lists (infra/docs/campaigns.md); the campaign function's consumers are its registry entry's.
 
 // campaignStream is MAINT_CAMPAIGNS, retained like commands (audit, replay).
 func campaignStream(c Config) jetstream.StreamConfig {

@@ -15,7 +15,7 @@ import (
 	"maintsignals/shared/signing"
 )
 
-// Fleet campaigns (README, Fleet campaigns): send a campaign command and wait for its outcome;
+// Fleet campaigns (infra/docs/campaigns.md): send a campaign command and wait for its outcome;
 // read a campaign's status, every campaign, a campaign's entities.
 
 // CampaignOutcomeError is returned with the outcome when a campaign command was refused or
