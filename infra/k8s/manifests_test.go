@@ -82,6 +82,7 @@ type rendered struct {
 	jobs          map[string]*batchv1.Job
 	pdbs          []*policyv1.PodDisruptionBudget
 	scaledObjects []*ScaledObject
+	services      []*corev1.Service
 }
 
 var overlays = []string{"dev", "prod"}
@@ -206,6 +207,8 @@ func decodeDocs(t *testing.T, overlay string, data []byte) *rendered {
 			r.jobs[o.Name] = o
 		case *policyv1.PodDisruptionBudget:
 			r.pdbs = append(r.pdbs, o)
+		case *corev1.Service:
+			r.services = append(r.services, o)
 		case *ScaledObject:
 			r.scaledObjects = append(r.scaledObjects, o)
 		default:
@@ -565,6 +568,7 @@ func checkSelectors(t *testing.T, r *rendered) {
 			t.Errorf("%s has no PodDisruptionBudget", n)
 		}
 	}
+	checkServices(t, r)
 	if len(r.namespaces) != 1 {
 		t.Errorf("%d namespaces, want 1", len(r.namespaces))
 	}
@@ -667,6 +671,36 @@ func checkTrigger(t *testing.T, so *ScaledObject, tr Trigger, values chartValues
 	for _, k := range []string{"lagThreshold", "activationLagThreshold"} {
 		if n, err := strconv.Atoi(tr.Metadata[k]); err != nil || n < 0 {
 			t.Errorf("trigger %s: %s %q", tr.Name, k, tr.Metadata[k])
+		}
+	}
+}
+
+// checkServices: a Service (the web view's) selects the pods of exactly one Deployment and
+// sends each of its ports to a port that Deployment's container declares.
+func checkServices(t *testing.T, r *rendered) {
+	t.Helper()
+	for _, svc := range r.services {
+		var target *appsv1.Deployment
+		for _, d := range r.deployments {
+			if len(svc.Spec.Selector) > 0 && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+				if target != nil {
+					t.Errorf("Service %s selects the pods of %s and %s", svc.Name, target.Name, d.Name)
+				}
+				target = d
+			}
+		}
+		if target == nil {
+			t.Errorf("Service %s selects no Deployment's pods", svc.Name)
+			continue
+		}
+		for _, p := range svc.Spec.Ports {
+			found := false
+			for _, cp := range target.Spec.Template.Spec.Containers[0].Ports {
+				found = found || cp.Name == p.TargetPort.StrVal || (p.TargetPort.StrVal == "" && cp.ContainerPort == p.TargetPort.IntVal)
+			}
+			if !found {
+				t.Errorf("Service %s: port %s goes to %s, which %s does not declare", svc.Name, p.Name, p.TargetPort.String(), target.Name)
+			}
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/creack/pty"
 
 	"maintsignals/functions/campaign"
-	"maintsignals/shared/function"
 	"maintsignals/test/testenv"
 )
 
@@ -26,7 +24,7 @@ import (
 func watchScenario(t *testing.T, stderr io.Writer) string {
 	t.Helper()
 	s := startStack(t, stackOpts{})
-	startCampaignsTicking(t, s, 200*time.Millisecond)
+	testenv.RunCampaigns(t, s.JS, campaign.Config{}, 200*time.Millisecond)
 	c := newCLI(t, s)
 	list, ids := writeList(t, 12)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(4 * time.Hour).Format(time.RFC3339)
@@ -88,39 +86,6 @@ func TestCampaignCLI_WatchIntoAPipe(t *testing.T) {
 	if stderr.String() != "" {
 		t.Errorf("a bar on stderr without a terminal: %q", stderr.String())
 	}
-}
-
-// startCampaignsTicking runs the campaign function in the test process with a pass every
-// `every` (the stack's own tick is a minute): its commands' consumer, its passes after them,
-// and a tick of its own.
-func startCampaignsTicking(t *testing.T, s *stack, every time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	f, err := campaign.New(ctx, s.JS, campaign.Config{Logger: testenv.Quiet()})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		if err := function.Run(ctx, s.JS, f.RuntimeConfigs()[0]); err != nil {
-			t.Errorf("campaign commands: %v", err)
-		}
-	}()
-	go func() { defer wg.Done(); f.ServeKicks(ctx) }()
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			_ = f.HandleTick(ctx, function.Message{})
-			select {
-			case <-ctx.Done():
-			case <-time.After(every):
-			}
-		}
-	}()
 }
 
 // terminal is a pseudo-terminal of cols columns and what was drawn on it.

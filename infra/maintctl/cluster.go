@@ -76,7 +76,7 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 // connectUp opens up's own in-process connections to a server or a cluster (provider) and
 // makes the natsRun that closes them and then calls stopServers.
 func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider nats.InProcessConnProvider, sec *upSecurity, stopServers func()) (*natsRun, error) {
-	nr := &natsRun{urls: urls, roles: map[string]jetstream.JetStream{}}
+	nr := &natsRun{urls: urls, byRole: map[string]jetstream.JetStream{}}
 	var conns []*natsconn.Conn
 	connect := func(name string, kp nkeys.KeyPair, role natsconf.Role) (jetstream.JetStream, error) {
 		conn, err := a.connectInProcess(ctx, inProcessURL, provider, name, kp, role)
@@ -99,12 +99,12 @@ func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider
 	nr.functions = nr.provision
 	for _, r := range functionRoles() {
 		if kp := sec.roles[r]; kp != nil {
-			if nr.roles[string(r)], err = connect("maintctl-up-"+string(r), kp, r); err != nil {
+			if nr.byRole[string(r)], err = connect("maintctl-up-"+string(r), kp, r); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if js := nr.roles[string(natsconf.RoleFunction)]; js != nil {
+	if js := nr.byRole[string(natsconf.RoleFunction)]; js != nil {
 		nr.functions = js
 	}
 	nr.stop = sync.OnceFunc(func() {
@@ -122,10 +122,7 @@ type natsRun struct {
 	// provision and functions are the connections of provisioning and of the functions: one
 	// connection, or, on a server with users, one of the operator and one of the function role.
 	provision, functions jetstream.JetStream
-	// roles are the connections of the functions of each role, on a server with users.
-	roles map[string]jetstream.JetStream
-	stop  func() // closes the connections and shuts the servers down (once)
+	// byRole are the connections of the functions of each role, on a server with users.
+	byRole map[string]jetstream.JetStream
+	stop   func() // closes the connections and shuts the servers down (once)
 }
-
-// of is the connection of the functions of role, nil when they share functions'.
-func (n *natsRun) of(role string) jetstream.JetStream { return n.roles[role] }

@@ -181,8 +181,13 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 
 	a.printf("metrics: %s\n", metricsWhere(tel, a.env))
 
-	err = f.functions.Run(ctx, registry.Env{JS: nr.functions, JSOf: nr.of, Tel: tel, Log: a.log, Tick: f.tick, Up: true}, func(names []string) {
+	err = f.functions.Run(ctx, registry.Env{JS: nr.functions, ByRole: nr.byRole, Tel: tel, Log: a.log, Tick: f.tick, Up: true}, func(names []string) {
 		a.printf("functions: %s\n", strings.Join(names, ", "))
+		for i, in := range f.functions.Instances {
+			if in.Address != nil && in.Address() != "" {
+				a.printf("%s: %s\n", f.functions.Functions[i].Name, in.Address())
+			}
+		}
 		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
 	})
 	a.log.Info("functions stopped; shutting NATS down")

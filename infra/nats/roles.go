@@ -46,8 +46,9 @@ const (
 	// publishing commands (the campaigns' announcements and withdrawals, signed with its own
 	// key where signatures are required) but no record, outcome event, notice or dead letter.
 	RoleCampaign Role = "campaign"
-	// RoleReader reads records, outcome events and notices (dashboards, integrators), nothing
-	// else.
+	// RoleReader reads records, outcome events and notices (dashboards, integrators), and what
+	// the functions of infra/registry whose role it is read (the web view: the policies and the
+	// campaigns' state), nothing else.
 	RoleReader Role = "reader"
 )
 
@@ -110,6 +111,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		// outcome events, notices and dead letters; it may NOT publish commands (a
 		// compromised function cannot forge an admin's command).
 	case RoleReader:
+		// And what its functions read (the web view: the policies and the campaigns' state).
 		pub = slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream))
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	default:

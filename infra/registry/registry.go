@@ -124,16 +124,20 @@ type Instance struct {
 	// Idle reports that with these flags the function has nothing to do (nil: never): `up`
 	// runs it idle and does not provision the streams only it reads.
 	Idle func() bool
+	// Address, for a function that serves people (the web view), is its URL once Check has
+	// run ("" when it serves none): `up` prints it.
+	Address func() string
 }
 
 // Env is what a function gets from the process that runs it.
 type Env struct {
 	JS jetstream.JetStream
-	// JSOf, when set, is the connection of the functions of a role, where it is not JS (a
-	// server with users gives each role its own; nil: JS).
-	JSOf func(role string) jetstream.JetStream
-	Tel  *telemetry.Telemetry
-	Log  *slog.Logger
+	// ByRole, when set, holds the connections for functions of other roles than JS's (`up` on
+	// a server with users: the web view reads as a reader); a function whose role is not
+	// there uses JS.
+	ByRole map[string]jetstream.JetStream
+	Tel    *telemetry.Telemetry
+	Log    *slog.Logger
 	// Tick is the schedule interval, when known; 0 otherwise.
 	Tick time.Duration
 	// Up: run by `maintctl up`, with every other function, rather than alone.
@@ -143,7 +147,7 @@ type Env struct {
 // Functions lists every function, in the order `maintctl up` starts them. Each call returns
 // new values.
 func Functions() []Function {
-	return []Function{commandFunction(), emitterFunction(), noticesFunction(), webhookFunction(), campaignFunction()}
+	return []Function{commandFunction(), emitterFunction(), noticesFunction(), webhookFunction(), webFunction(), campaignFunction()}
 }
 
 // Lookup returns the function called name.

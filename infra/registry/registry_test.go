@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
 	"maintsignals/infra/registry"
+	"maintsignals/test/testenv"
 )
 
 // topologies are provisioning settings the consumers must hold under.
@@ -202,5 +204,38 @@ func TestBind_AStopWhileStartingIsNoFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.Run(ctx, registry.Env{}, func([]string) { cancel() }); err != nil {
 		t.Fatalf("Run = %v, want a clean stop", err)
+	}
+}
+
+func TestBind_AFunctionRunsOnTheConnectionOfItsRole(t *testing.T) {
+	env := testenv.Start(t)
+	other := testenv.JetStream(t, testenv.Connect(t, env.Server))
+	var got sync.Map
+	run := func(name, role string) registry.Function {
+		return registry.Function{Name: name, Role: role, Flags: func(*pflag.FlagSet) registry.Instance {
+			return registry.Instance{Run: func(ctx context.Context, e registry.Env) error {
+				got.Store(name, e.JS)
+				<-ctx.Done()
+				return nil
+			}}
+		}}
+	}
+	b := registry.Bind(pflag.NewFlagSet("up", pflag.ContinueOnError), []registry.Function{run("w", "function"), run("r", "reader")})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Run(ctx, registry.Env{JS: env.JS, ByRole: map[string]jetstream.JetStream{"reader": other}}, func([]string) {
+		testenv.Eventually(t, 5*time.Second, "both running", func() bool {
+			_, w := got.Load("w")
+			_, r := got.Load("r")
+			return w && r
+		})
+		cancel()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := got.Load("w"); w != env.JS {
+		t.Error("the function of the function role did not get env.JS")
+	}
+	if r, _ := got.Load("r"); r != other {
+		t.Error("the reader did not get its role's connection")
 	}
 }

@@ -114,7 +114,7 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := b.Instances[i].Run(ctx, env.of(f.Role))
+			err := b.Instances[i].Run(ctx, env.forRole(f.Role))
 			switch {
 			case err == nil && ctx.Err() == nil:
 				err = ErrStopped
@@ -139,12 +139,10 @@ func (b *Bound) Run(ctx context.Context, env Env, ready func(names []string)) er
 	return first
 }
 
-// of is env for the functions of role: its connection is that role's, when JSOf has one.
-func (e Env) of(role string) Env {
-	if e.JSOf != nil {
-		if js := e.JSOf(role); js != nil {
-			e.JS = js
-		}
+// forRole is env for a function of role.
+func (e Env) forRole(role string) Env {
+	if js, ok := e.ByRole[role]; ok {
+		e.JS = js
 	}
 	return e
 }

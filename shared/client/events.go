@@ -231,3 +231,12 @@ func (w *Watcher) next(ctx context.Context) (StoredEvent, error) {
 
 // Stop ends the watch.
 func (w *Watcher) Stop() { w.it.Stop() }
+
+// EachStored calls fn with every message of stream under subject (a subject or a wildcard),
+// oldest first, in one ordered pass that ends at the last message stored when it starts:
+// for readers of what this package does not decode itself (a campaign's events).
+func (c *Client) EachStored(ctx context.Context, stream, subject string, fn func(data []byte, seq uint64) error) error {
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		return c.eachStored(ctx, stream, subject, "read "+stream, fn)
+	})
+}

@@ -13,6 +13,8 @@ const (
 	ScheduleStream = "MAINT_SCHEDULE"
 	DLQStream      = "MAINT_DLQ"
 	Bucket         = "maintenance"
+	// PoliciesBucket holds the customers' maintenance policies, under their scope's key.
+	PoliciesBucket = "maintenance-policies"
 
 	CommandPrefix   = "maint.cmd."
 	EventPrefix     = "maint.evt."

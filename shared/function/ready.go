@@ -73,3 +73,9 @@ func (s *Status) set(cfg Config, serving, draining bool) {
 // starts, unless Config.DrainTimeout says otherwise; a platform's termination grace period
 // must be longer.
 const DefaultDrainTimeout = 30 * time.Second
+
+// ReportServing tells the Status carried by ctx (WithStatus) that the function called name,
+// one that serves no consumer (the web view), is serving or draining: readiness waits for it.
+func ReportServing(ctx context.Context, name string, serving, draining bool) {
+	statusFrom(ctx).set(Config{Name: name}, serving, draining)
+}

@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -campaigns-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -campaigns-only | -web-only]
 package main
 
 import (
@@ -40,10 +40,12 @@ type sizes struct {
 	durableN      int // commands of the durable throughput runs
 	durableRate   int // commands per second of the durable latency runs
 	emitterOwnN   int // entities of the emitter's own memory
+	webN          int // entities of the web view's figures
+	webRequests   int // timed requests per page
 }
 
 var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}, webhookN: 20000,
-	campaigns: fullCampaigns, durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000}
+	campaigns: fullCampaigns, durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000, webN: 1_000_000, webRequests: 200}
 
 func main() {
 	if runChild() {
@@ -54,6 +56,7 @@ func main() {
 	flag.BoolVar(&commandsOnly, "commands-only", false, "skip the emitter figures")
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
 	flag.BoolVar(&campaignsOnly, "campaigns-only", false, "only the campaign figures (announcements, create to the last applied, dry run)")
+	flag.BoolVar(&webOnly, "web-only", false, "only the web view's figures: the fleet page at a million entities (-quick: 2000) against 50 direct KV reads")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
 	flag.BoolVar(&matureRecords, "mature", false, "records as after many commands (the last 32 command ids and the last event), not fresh ones")
@@ -94,6 +97,8 @@ func main() {
 			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 			return benchCampaigns(ctx, s.campaigns, out)
 		}
+	case webOnly:
+		runner = benchWebOnly
 	}
 	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -103,7 +108,7 @@ func main() {
 }
 
 var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}, webhookN: 300,
-	campaigns: smokeCampaigns, durableN: 200, durableRate: 100, emitterOwnN: 2000}
+	campaigns: smokeCampaigns, durableN: 200, durableRate: 100, emitterOwnN: 2000, webN: 2000, webRequests: 20}
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -189,7 +194,23 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	durableLines()
 	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(sh.ownPeak))
 	shardLines(out, sh)
+	wf, err := benchWeb(ctx, s.webN, s.webRequests, out)
+	if err != nil {
+		return fmt.Errorf("web view: %w", err)
+	}
+	wf.lines(out)
 	return benchCampaigns(ctx, s.campaigns, out)
+}
+
+// benchWebOnly is -web-only.
+func benchWebOnly(ctx context.Context, s sizes, out io.Writer) error {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f, err := benchWeb(ctx, s.webN, s.webRequests, out)
+	if err != nil {
+		return fmt.Errorf("web view: %w", err)
+	}
+	f.lines(out)
+	return nil
 }
 
 // shardLines are the tracked figures of the signal at a fleet's scale.
@@ -336,6 +357,7 @@ var (
 	signedOnly    bool
 	shardsOnly    bool
 	campaignsOnly bool
+	webOnly       bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -45,6 +45,8 @@ func runChild() bool {
 		err = sdkExportChild()
 	case "notices":
 		err = noticesChild()
+	case "web":
+		err = webChild()
 	default:
 		err = fmt.Errorf("unknown %s %q", childRole, os.Getenv(childRole))
 	}

@@ -1,0 +1,224 @@
+package web
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/policy"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func rid(sub, rg, name string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s", sub, rg, name)
+}
+
+func put(x *index, id string, r domain.Record) string {
+	key := domain.MustKey(id)
+	r.ResourceID = id
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.put(key, 1, r)
+	return key
+}
+
+func window(start time.Time, d time.Duration) *domain.Window {
+	return &domain.Window{Start: start, End: start.Add(d)}
+}
+
+func TestDisplayOf_GivesBackTheResourceIDAsFirstSeen(t *testing.T) {
+	for _, id := range []string{
+		rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0001", "rg-1", "c1"),
+		"/subscriptions/s/resourcegroups/rg/providers/x/y/c1", // the key decoded: nothing kept
+		"subscriptions/no-leading-slash",
+		"/Ünïcode/Cluster",
+		"/a=b/C.D",
+		"/ALLCAPS/RESOURCE",
+	} {
+		key := domain.MustKey(id)
+		e := entry{key: key, disp: displayOf(key, id)}
+		if got := e.resourceID(); got != id {
+			t.Errorf("%q: kept %q, gives back %q", id, e.disp, got)
+		}
+		if len(e.disp) > len(id)/4+2 && e.disp[0] != dispFull {
+			t.Errorf("%q: %d bytes kept", id, len(e.disp))
+		}
+	}
+	e := entry{key: "subscriptions/x", disp: displayOf("subscriptions/x", "")}
+	if got := e.resourceID(); got != "/subscriptions/x" {
+		t.Errorf("a record without resourceId shows %q", got)
+	}
+}
+
+func TestIndex_CountsFollowEveryChange(t *testing.T) {
+	x := newIndex(6 * time.Hour)
+	a := put(x, rid("s1", "rg", "a"), domain.Record{State: domain.StatePending, Window: window(t0.Add(-2*time.Hour), time.Hour)})
+	put(x, rid("s1", "rg", "b"), domain.Record{State: domain.StatePlanned, Updating: true, Task: domain.TaskEverything, UpdatedAt: t0.Add(-7 * time.Hour)})
+	put(x, rid("s2", "rg", "c"), domain.Record{State: domain.StatePending, Window: window(t0.Add(time.Hour), time.Hour)})
+	put(x, rid("s2", "rg", "d"), domain.Record{State: domain.StateUnplanned, Updating: true, UpdatedAt: t0.Add(-time.Hour)})
+
+	s := x.stats(t0)
+	want := Stats{Entities: 4, States: map[domain.State]int{domain.StateNone: 0, domain.StatePending: 2, domain.StatePlanned: 1, domain.StateUnplanned: 1, domain.StateCustomerActionNeeded: 0},
+		Updating: 2, Overdue: 1, Stuck: 1}
+	if fmt.Sprint(s) != fmt.Sprint(want) {
+		t.Fatalf("stats %+v, want %+v", s, want)
+	}
+	// a moves to None: no longer overdue, no longer Pending.
+	put(x, rid("s1", "rg", "a"), domain.Record{State: domain.StateNone})
+	if s := x.stats(t0); s.Overdue != 0 || s.States[domain.StatePending] != 1 || s.States[domain.StateNone] != 1 || s.Entities != 4 {
+		t.Errorf("after a change: %+v", s)
+	}
+	x.mu.Lock()
+	x.remove(a)
+	x.mu.Unlock()
+	if s := x.stats(t0); s.Entities != 3 || s.States[domain.StateNone] != 0 {
+		t.Errorf("after a delete: %+v", s)
+	}
+	// Time passing makes c overdue and d stuck without any change.
+	if s := x.stats(t0.Add(6*time.Hour + time.Second)); s.Overdue != 1 || s.Stuck != 2 {
+		t.Errorf("six hours later: %+v", s)
+	}
+}
+
+func TestIndex_PagesFilterByStateAndPrefixInKeyOrder(t *testing.T) {
+	x := newIndex(time.Hour)
+	var pending []string
+	for i := range 30 {
+		st := domain.StateNone
+		if i%3 == 0 {
+			st = domain.StatePending
+		}
+		sub := "s1"
+		if i >= 20 {
+			sub = "s2"
+		}
+		k := put(x, rid(sub, "rg", fmt.Sprintf("c%02d", i)), domain.Record{State: st})
+		if st == domain.StatePending && sub == "s1" {
+			pending = append(pending, k)
+		}
+	}
+	prefix := domain.MustKey("/subscriptions/s1/")
+	var got []string
+	q := Query{State: domain.StatePending, Prefix: prefix, Limit: 3}
+	for range 10 {
+		p := x.page(q, t0)
+		if p.Matches != len(pending) {
+			t.Fatalf("matches %d, want %d", p.Matches, len(pending))
+		}
+		for _, r := range p.Rows {
+			got = append(got, r.Key)
+			if r.State != domain.StatePending || r.ResourceID != rid("s1", "rg", r.ResourceID[len(r.ResourceID)-3:]) {
+				t.Errorf("row %+v", r)
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
+	}
+	if !slices.Equal(got, pending) {
+		t.Errorf("pages gave %v, want %v", got, pending)
+	}
+	// Back from the last page.
+	last := x.page(Query{State: domain.StatePending, Prefix: prefix, After: pending[3], Limit: 3}, t0)
+	if last.Prev != pending[4] || last.Next != "" {
+		t.Fatalf("last page: prev %q next %q", last.Prev, last.Next)
+	}
+	back := x.page(Query{State: domain.StatePending, Prefix: prefix, Before: last.Prev, Limit: 3}, t0)
+	if keys := rowKeys(back.Rows); !slices.Equal(keys, pending[1:4]) || back.Prev != pending[1] || back.Next != pending[3] {
+		t.Errorf("page before: %v prev %q next %q", keys, back.Prev, back.Next)
+	}
+	first := x.page(Query{State: domain.StatePending, Prefix: prefix, Before: pending[3], Limit: 3}, t0)
+	if keys := rowKeys(first.Rows); !slices.Equal(keys, pending[:3]) || first.Prev != "" {
+		t.Errorf("first page, reached back: %v prev %q", keys, first.Prev)
+	}
+	if all := x.page(Query{Limit: 100}, t0); all.Matches != 30 || len(all.Rows) != 30 || !slices.IsSortedFunc(all.Rows, func(a, b Row) int { return cmpStr(a.Key, b.Key) }) {
+		t.Errorf("unfiltered: %d of %d", len(all.Rows), all.Matches)
+	}
+}
+
+func rowKeys(rows []Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Key
+	}
+	return out
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestIndex_TimelineCountsWindowsByDayAndNamesTheFirst(t *testing.T) {
+	x := newIndex(time.Hour)
+	day3 := t0.Truncate(24 * time.Hour).Add(3 * 24 * time.Hour)
+	for i := range 7 {
+		put(x, rid("s", "rg", fmt.Sprintf("c%d", i)), domain.Record{State: domain.StatePending, Window: window(day3.Add(time.Duration(i)*time.Hour), time.Hour)})
+	}
+	put(x, rid("s", "rg", "late"), domain.Record{State: domain.StatePending, Window: window(day3.Add(23*time.Hour+59*time.Minute), time.Hour)})
+	put(x, rid("s", "rg", "past"), domain.Record{State: domain.StatePending, Window: window(t0.Add(-48*time.Hour), time.Hour)})
+	put(x, rid("s", "rg", "far"), domain.Record{State: domain.StatePending, Window: window(t0.Add(20*24*time.Hour), time.Hour)})
+	days := x.timeline(t0, 14)
+	if len(days) != 14 || days[0].Date != "2026-12-01" || days[3].Date != "2026-12-04" {
+		t.Fatalf("days %v", days)
+	}
+	for i, d := range days {
+		want := 0
+		if i == 3 {
+			want = 8
+		}
+		if d.Windows != want {
+			t.Errorf("%s: %d windows, want %d", d.Date, d.Windows, want)
+		}
+	}
+	if f := days[3].First; len(f) != timelineSample || shortName(f[0].ResourceID) != "c0" || shortName(f[4].ResourceID) != "c4" {
+		t.Errorf("first of the day: %v", f)
+	}
+}
+
+func TestIndex_ConflictsFollowThePolicyInForce(t *testing.T) {
+	x := newIndex(time.Hour)
+	// A window on a Tuesday night, 23:00–01:00 UTC.
+	w := window(time.Date(2026, 12, 15, 23, 0, 0, 0, time.UTC), 2*time.Hour)
+	a := put(x, rid("s1", "rg1", "a"), domain.Record{State: domain.StatePending, Window: w})
+	put(x, rid("s1", "rg2", "b"), domain.Record{State: domain.StatePending, Window: w})
+	put(x, rid("s2", "rg1", "c"), domain.Record{State: domain.StatePending, Window: w})
+	weekends := mustPolicy(t, `{"scope":"/subscriptions/s1","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}]}`)
+	x.setPolicy(weekends.Scope().Key, weekends)
+	if s := x.stats(t0); s.Conflicts != 2 {
+		t.Fatalf("under a weekend-only policy: %d conflicts, want 2", s.Conflicts)
+	}
+	// A more specific policy that allows it wins for rg1 alone.
+	any := mustPolicy(t, `{"scope":"/subscriptions/s1/resourceGroups/rg1"}`)
+	x.setPolicy(any.Scope().Key, any)
+	if s := x.stats(t0); s.Conflicts != 1 {
+		t.Errorf("with rg1 open: %d conflicts, want 1", s.Conflicts)
+	}
+	if p := x.policy(a); p != any {
+		t.Errorf("policy of a: %v", p)
+	}
+	// A change of the record ends its conflict; deleting the policy ends the other.
+	put(x, rid("s1", "rg2", "b"), domain.Record{State: domain.StateNone})
+	x.setPolicy(weekends.Scope().Key, nil)
+	if s := x.stats(t0); s.Conflicts != 0 {
+		t.Errorf("at the end: %d conflicts", s.Conflicts)
+	}
+}
+
+func mustPolicy(t *testing.T, doc string) *policy.Policy {
+	t.Helper()
+	p, err := policy.ParseStored([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

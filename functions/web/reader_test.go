@@ -1,0 +1,120 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/functions/command"
+	"maintsignals/functions/web"
+	natsconf "maintsignals/infra/nats"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/campaign"
+	"maintsignals/shared/client"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/embedded"
+	"maintsignals/shared/natsconn"
+	"maintsignals/shared/natsconn/natstest"
+	"maintsignals/test/testenv"
+)
+
+// TestView_TheReaderRoleSuffices runs the view as a user of the reader role on a server with
+// the users of infra/nats: every page reads what it shows, and the live pages follow.
+func TestView_TheReaderRoleSuffices(t *testing.T) {
+	op, fn, admin, reader, writer := natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t)
+	users, err := natsconf.NkeyUsers([]natsconf.User{
+		{Name: "operator", Role: natsconf.RoleOperator, Nkey: op.Public},
+		{Name: "function", Role: natsconf.RoleFunction, Nkey: fn.Public},
+		{Name: "admin", Role: natsconf.RoleAdmin, Nkey: admin.Public},
+		{Name: "reader", Role: natsconf.RoleReader, Nkey: reader.Public},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// writer stands for the policies and campaign functions, whose roles are theirs to define:
+	// it may do anything.
+	users = append(users, &server.NkeyUser{Nkey: writer.Public})
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	connect := func(u natstest.User, r natsconf.Role) *natsconn.Conn {
+		t.Helper()
+		conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: s.InProcessURL(), NkeyFile: u.SeedFile,
+			InboxPrefix: r.InboxPrefix(), Logger: quiet, Extra: []nats.Option{nats.InProcessServer(s.Server)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.NC.Close)
+		return conn
+	}
+	ojs := connect(op, natsconf.RoleOperator).JS
+	if _, err := provision.Run(ctx, ojs, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	// What the policies and campaign functions keep.
+	wjs := connect(writer, natsconf.RoleOperator).JS
+	cs := newCampaignStore(t, wjs)
+	pols, err := wjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.PoliciesBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- command.Run(ctx, connect(fn, natsconf.RoleFunction).JS, command.Config{Log: quiet}) }()
+	view, url := serve(t, ctx, connect(reader, natsconf.RoleReader).JS, web.Config{}, done)
+	defer func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("stopped with %v", err)
+			}
+		}
+	}()
+	testenv.Eventually(t, 10*time.Second, "the view loads the bucket", view.Loaded)
+
+	sender := client.FromConn(connect(admin, natsconf.RoleAdmin), client.Options{Logger: quiet})
+	id := rid("s1", "c1")
+	live := events(t, ctx, url+"/")
+	sctx, scancel := context.WithTimeout(ctx, 15*time.Second)
+	defer scancel()
+	if _, _, err := sender.PublishOnly(sctx, domain.Command{ID: "admin-1", ResourceID: id, Task: domain.TaskPending, Actor: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, live, "change", 2*time.Second)
+	if _, err := pols.Put(ctx, "subscriptions/s1", []byte(`{"scope":"/subscriptions/s1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	spec, rej := campaign.ParseSpec([]byte(campaignSpec))
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	c := campaign.NewCampaign(spec, time.Now().UTC())
+	cs.putCampaign(c)
+	cs.putEntity(c.ID, id, 0, campaign.PhasePlanned)
+	var counts campaign.Counts
+	counts.Add(campaign.PhasePlanned, 1)
+	cs.publishEvent(campaign.Event{Campaign: c.ID, Type: campaign.EventCreated, Status: campaign.StatusPlanning, Generation: 1, Phases: counts, At: c.CreatedAt})
+
+	var fleet web.FleetPage
+	testenv.Eventually(t, 5*time.Second, "the fleet page", func() bool {
+		return getJSON(t, url+"/", &fleet) == http.StatusOK && fleet.Entities == 1
+	})
+	var ep web.EntityPage
+	testenv.Eventually(t, 5*time.Second, "the entity page with its policy", func() bool {
+		return getJSON(t, url+"/entities/"+domain.MustKey(id), &ep) == http.StatusOK && ep.Policy != nil
+	})
+	if len(ep.History) != 1 || ep.History[0].CommandID != "admin-1" || ep.Policy.Scope != "/subscriptions/s1" {
+		t.Errorf("entity page: %+v", ep)
+	}
+	var cp web.CampaignPage
+	testenv.Eventually(t, 5*time.Second, "the campaign page", func() bool {
+		return getJSON(t, url+"/campaigns/"+c.ID, &cp) == http.StatusOK && cp.Entities == 1
+	})
+	if len(cp.Burndown) != 2 || cp.Burndown[0].Event != "created" {
+		t.Errorf("campaign burndown as a reader: %+v", cp.Burndown)
+	}
+}

@@ -1,0 +1,225 @@
+// Package web is the read-only web view of the fleet: the fleet page (counts per state,
+// overdue, stuck and conflicting entities, the windows of the coming days on a time line, and
+// the entities in a table filtered by state and resource-ID prefix, paged), one entity's page
+// (its record, history, notices and the policy in force) and the campaigns' pages (status,
+// burndown, phases, waves).
+//
+// Pages are rendered on the server (html/template; templates and assets embedded), so the
+// tables and links work without JavaScript; the same URLs answer JSON to
+// `Accept: application/json`, and a stream of server-sent events to `Accept:
+// text/event-stream`, which the one small script of the pages follows to refresh what
+// changed without a reload.
+//
+// A replica answers the fleet page from memory: one watch of the bucket (an ordered consumer
+// on its stream, as the reader role allows) keeps a compact summary of every entity in key
+// order (index.go), so any number of replicas serve any number of readers and a page costs
+// the same at a million entities as at ten. It never writes: it needs the reader role only.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/client"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
+	"maintsignals/shared/policy"
+)
+
+// Name is the function's name (maintctl function web).
+const Name = "web"
+
+// Bucket names followed besides the records.
+const (
+	bucketPolicies  = domain.PoliciesBucket
+	bucketCampaigns = domain.CampaignsBucket
+	bucketEntities  = domain.CampaignEntitiesBucket
+)
+
+// View is the web view of one replica.
+type View struct {
+	cfg       Config
+	js        jetstream.JetStream
+	cl        *client.Client
+	log       *slog.Logger
+	fleet     *index
+	campaigns *campaigns
+	live      *hub
+	pages     *pages
+	// decode reads the summary of a record (the fields the index keeps).
+	decode func([]byte) (domain.Record, error)
+
+	streams atomic.Int64 // live pages being served
+	// ready tells readiness whether the fleet is read (set by Serve, before it follows).
+	ready func(bool)
+
+	loaded    atomic.Bool  // the bucket's records as of the first read are in the index
+	loading   atomic.Int64 // records read since the read started
+	followers []*follower
+}
+
+// New prepares the view on js (no connection to any bucket is needed yet: each is followed
+// once it exists). It listens on nothing: Run or Serve do.
+func New(js jetstream.JetStream, cfg Config) (*View, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("function", Name)
+	cl, err := client.New(js.Conn(), log)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{cfg: cfg, js: js, cl: cl, log: log, fleet: newIndex(cfg.StuckAfter),
+		campaigns: newCampaigns(log), live: newHub(), decode: decodeSummary}
+	if v.pages, err = newPages(v); err != nil {
+		return nil, err
+	}
+	v.followers = v.makeFollowers()
+	return v, nil
+}
+
+// Run serves the view on cfg's address until ctx ends (maintctl function web, maintctl up).
+func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	v, err := New(js, cfg)
+	if err != nil {
+		return err
+	}
+	ln := v.cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", v.cfg.Listen); err != nil {
+			return fmt.Errorf("web: listen: %w", err)
+		}
+	}
+	return v.Serve(ctx, ln)
+}
+
+// Serve follows the buckets and serves the pages on ln until ctx ends, then stops (the live
+// streams are closed; requests in flight get a few seconds).
+func (v *View) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v.ready = func(ok bool) { function.ReportServing(ctx, Name, ok, false) }
+	v.ready(false)
+	var wg sync.WaitGroup
+	for _, f := range v.followers {
+		wg.Go(func() { f.run(ctx) })
+	}
+	srv := &http.Server{Handler: v.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		TLSConfig: v.cfg.tls, BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog: slog.NewLogLogger(v.log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if v.cfg.tls != nil {
+		scheme = "https"
+	}
+	v.log.Info("web view listening", "url", scheme+"://"+ln.Addr().String(), "token", v.cfg.token != "", "client_certificates", v.cfg.ClientCA != "")
+	errc := make(chan error, 1)
+	go func() {
+		if v.cfg.tls != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	function.ReportServing(ctx, Name, v.loaded.Load(), true)
+	cancel()
+	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
+	_ = srv.Shutdown(sctx)
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// setLoaded says whether the fleet index holds the bucket, to the pages and to readiness.
+func (v *View) setLoaded(ok bool) {
+	v.loaded.Store(ok)
+	if v.ready != nil {
+		v.ready(ok)
+	}
+}
+
+// Loaded reports whether the fleet index holds the bucket as of its first read.
+func (v *View) Loaded() bool { return v.loaded.Load() }
+
+// makeFollowers are the watches of the four buckets.
+func (v *View) makeFollowers() []*follower {
+	f := func(bucket string) *follower {
+		return &follower{js: v.js, bucket: bucket, log: v.log, retry: v.cfg.Retry}
+	}
+	records := f(domain.Bucket)
+	records.reset = func() { v.setLoaded(false); v.loading.Store(0); v.fleet.reset() }
+	records.apply = v.applyRecords
+	records.caughtUp = func() { v.setLoaded(true); v.live.publish(topic{kind: topicFleet}) }
+
+	policies := f(bucketPolicies)
+	policies.reset = func() { v.fleet.clearPolicies() }
+	policies.apply = v.applyPolicies
+	policies.caughtUp = func() {}
+
+	states := f(bucketCampaigns)
+	states.reset = v.campaigns.resetStates
+	states.apply = func(b []change) { v.publishCampaigns(v.campaigns.applyStates(b)) }
+	states.caughtUp = func() {}
+	states.present = func(ok bool) { v.campaigns.setFound(bucketCampaigns, ok) }
+
+	entities := f(bucketEntities)
+	entities.reset = v.campaigns.resetEntities
+	entities.apply = func(b []change) { v.publishCampaigns(v.campaigns.applyEntities(b)) }
+	entities.caughtUp = func() {}
+	return []*follower{records, policies, states, entities}
+}
+
+func (v *View) applyRecords(batch []change) {
+	if bad := v.fleet.apply(batch, v.decode); bad > 0 {
+		v.log.Warn("records that do not decode are left out of the fleet view", "count", bad)
+	}
+	v.loading.Add(int64(len(batch)))
+	if !v.loaded.Load() {
+		return
+	}
+	keys := make([]string, len(batch))
+	for i, c := range batch {
+		keys[i] = c.key
+	}
+	v.live.publish(topic{kind: topicFleet})
+	v.live.publishKeys(topicEntity, keys)
+}
+
+func (v *View) applyPolicies(batch []change) {
+	for _, c := range batch {
+		var p *policy.Policy
+		if !c.deleted {
+			var err error
+			if p, err = policy.ParseStored(c.value); err != nil {
+				v.log.Warn("a stored policy does not read; its scope shows no policy", "scope_key", c.key, "error", err)
+			}
+		}
+		v.fleet.setPolicy(c.key, p)
+	}
+	if v.loaded.Load() {
+		v.live.publish(topic{kind: topicFleet})
+		v.live.publish(topic{kind: topicEntity})
+	}
+}
+
+func (v *View) publishCampaigns(ids []string) {
+	v.live.publishKeys(topicCampaign, ids)
+	v.live.publish(topic{kind: topicCampaigns})
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"maintsignals/functions/web"
+	"maintsignals/test/testenv"
+)
+
+var webRE = regexp.MustCompile(`web: (http://\S+)`)
+
+// fleetJSON reads the fleet page of the view at url.
+func fleetJSON(t *testing.T, url string) (int, web.FleetPage) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p web.FleetPage
+	_ = json.NewDecoder(resp.Body).Decode(&p)
+	return resp.StatusCode, p
+}
+
+func TestUp_ServesTheWebView(t *testing.T) {
+	c := newCLI(t, nil)
+	port := testenv.FreePort(t)
+	u := startUpInProcess(t, c, 20*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "",
+		"--web-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	m := webRE.FindStringSubmatch(u.out.String())
+	if m == nil {
+		t.Fatalf("up did not say where the web view is:\n%s", u.out)
+	}
+	c.env["NATS_URL"] = listenRE.FindStringSubmatch(u.out.String())[1]
+	c.ok("pending", testID)
+	testenv.Eventually(t, 5*time.Second, "the command on the fleet page", func() bool {
+		code, p := fleetJSON(t, m[1])
+		return code == http.StatusOK && p.Entities == 1 && len(p.Rows) == 1 && p.Rows[0].ResourceID == testID
+	})
+	mustContain(t, "up output", u.out.String(), "functions: command, emitter, notices, webhook, web")
+	if r := u.stop(); r.err != nil {
+		t.Errorf("up: %v", r.err)
+	}
+}
+
+func TestUp_WebListen(t *testing.T) {
+	c := newCLI(t, nil)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	t.Run("an explicit address that cannot be bound is an error", func(t *testing.T) {
+		r := c.run("up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--web-listen", taken.Addr().String())
+		if r.err == nil || !strings.Contains(r.err.Error(), "--web-listen") {
+			t.Errorf("up with the web port in use: %v", r.err)
+		}
+	})
+	t.Run("beyond loopback without a token is refused", func(t *testing.T) {
+		r := c.run("up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--web-listen", "0.0.0.0:0")
+		if r.err == nil || !strings.Contains(r.err.Error(), "--web-token-file") {
+			t.Errorf("up serving the view to the network without a token: %v", r.err)
+		}
+	})
+	t.Run("empty turns it off", func(t *testing.T) {
+		u := startUpInProcess(t, c, 20*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--web-listen=")
+		if strings.Contains(u.out.String(), "web: ") {
+			t.Errorf("up with --web-listen= serves a view:\n%s", u.out)
+		}
+		u.stop()
+	})
+	t.Run("the default address taken: up runs without the view", func(t *testing.T) {
+		// Hold the default address, unless something else does already: either way it is taken.
+		if ln, err := net.Listen("tcp", web.DefaultListen); err == nil {
+			defer ln.Close()
+		}
+		u := startUpInProcess(t, c, 20*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "")
+		mustContain(t, "up's log", u.errOut.String(), "the web view's default address is taken; running without the web view")
+		if strings.Contains(u.out.String(), "web: http") {
+			t.Errorf("up serves a view on a taken address:\n%s", u.out)
+		}
+		if r := u.stop(); r.err != nil {
+			t.Errorf("up: %v", r.err)
+		}
+	})
+}
+
+func TestFunctionWeb_RefusesTheNetworkWithoutAToken(t *testing.T) {
+	env := testenv.StartListening(t)
+	c := newCLI(t, nil)
+	c.env["NATS_URL"] = env.Server.URL()
+	r := c.run("function", "web", "--web-listen", ":0")
+	if r.err == nil || !strings.Contains(r.err.Error(), "refusing to serve the web view beyond loopback") {
+		t.Errorf("function web on every interface without a token: %v", r.err)
+	}
+}
+
+func TestFunctionWeb_ReadyOnceItHasReadTheFleet(t *testing.T) {
+	env := testenv.StartListening(t)
+	c := newCLI(t, nil)
+	c.env["NATS_URL"] = env.Server.URL()
+	webAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	adminAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() { done <- c.runCtx(ctx, "function", "web", "--web-listen", webAddr, "--admin-listen", adminAddr) }()
+	testenv.Eventually(t, 15*time.Second, "the web function ready", func() bool {
+		resp, err := http.Get("http://" + adminAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if code, p := fleetJSON(t, "http://"+webAddr); code != http.StatusOK || p.Entities != 0 {
+		t.Errorf("fleet page of an empty fleet: %d %+v", code, p)
+	}
+	cancel()
+	if r := <-done; r.err != nil {
+		t.Errorf("function web: %v\n%s", r.err, r.stderr)
+	}
+}
