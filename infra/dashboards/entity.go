@@ -19,12 +19,7 @@ func Entity() (dashboard.Dashboard, error) {
 	l := &layout{}
 	d := base(EntityUID, "Maintenance Signals / Entity",
 		"One entity (a cluster, by its resource ID): its maintenance state now and over time, and its announced window.").
-		WithVariable(dashboard.NewQueryVariableBuilder(entityVar).
-			Label("Resource ID").
-			Datasource(datasource).
-			Query(dashboard.StringOrMap{String: ptr(`label_values(cluster_maintenance_status_ratio, cloud_resource_id)`)}).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc))
+		WithVariable(labelVariable(entityVar, "Resource ID", "cluster_maintenance_status_ratio", "cloud_resource_id"))
 
 	now := l.line(4, 6, 6, 6, 6)
 	d.WithPanel(newStat(now[0], "State", "The entity's maintenance state in the last export.",
@@ -48,13 +43,7 @@ func Entity() (dashboard.Dashboard, error) {
 		Datasource(datasource).
 		Interval(minInterval).
 		WithTarget(query("A", `max by (cluster_maintenance_state) (cluster_maintenance_status_ratio`+entitySel+`)`, "{{cluster_maintenance_state}}")).
-		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
-			Type: dashboard.MappingTypeValueToText,
-			Options: map[string]dashboard.ValueMappingResult{
-				"0": {Text: ptr(" "), Color: ptr("transparent"), Index: ptr[int32](0)},
-				"1": {Text: ptr("current"), Index: ptr[int32](1)},
-			},
-		}}}).
+		Mappings(currentMapping()).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).
 		Thresholds(thresholds("text")).
@@ -67,6 +56,16 @@ func Entity() (dashboard.Dashboard, error) {
 	return build(d)
 }
 
+// labelVariable is a variable of the values of a label of a metric, in the time range shown.
+func labelVariable(name, label, metric, labelName string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(datasource).
+		Query(dashboard.StringOrMap{String: ptr(`label_values(` + metric + `, ` + labelName + `)`)}).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc)
+}
+
 // timeStat shows a time, given in milliseconds, in a date unit.
 func timeStat(pos dashboard.GridPos, title, description, expr, unit string) *stat.PanelBuilder {
 	return newStat(pos, title, description, instant("A", expr, "__auto")).
@@ -75,13 +74,34 @@ func timeStat(pos dashboard.GridPos, title, description, expr, unit string) *sta
 		Thresholds(thresholds("text"))
 }
 
+// currentMapping shows a state set's 1 as the current one and its 0 as nothing, for a state
+// timeline of one line per state.
+func currentMapping() []dashboard.ValueMapping {
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"0": {Text: ptr(" "), Color: ptr("transparent"), Index: ptr[int32](0)},
+			"1": {Text: ptr("current"), Index: ptr[int32](1)},
+		},
+	}}}
+}
+
 // stateOverrides colour each state's series by its name.
 func stateOverrides() []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides] {
-	var out []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides]
+	var pairs [][2]string
 	for _, s := range stateColors {
+		pairs = append(pairs, [2]string{s.state, s.color})
+	}
+	return colorOverrides(pairs)
+}
+
+// colorOverrides colour each series named in pairs (name, colour) by its name.
+func colorOverrides(pairs [][2]string) []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides] {
+	var out []cog.Builder[dashboard.DashboardFieldConfigSourceOverrides]
+	for _, p := range pairs {
 		out = append(out, dashboard.NewDashboardFieldConfigSourceOverridesBuilder().
-			Matcher(dashboard.MatcherConfig{Id: "byName", Options: s.state}).
-			Properties([]dashboard.DynamicConfigValue{fixedColor(s.color)}))
+			Matcher(dashboard.MatcherConfig{Id: "byName", Options: p[0]}).
+			Properties([]dashboard.DynamicConfigValue{fixedColor(p[1])}))
 	}
 	return out
 }

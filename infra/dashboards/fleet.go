@@ -147,12 +147,21 @@ func series(pos dashboard.GridPos, title, description, unit string, queries ...*
 // statesOverTime stacks the entities per state: the top line is the fleet.
 func statesOverTime(pos dashboard.GridPos) *timeseries.PanelBuilder {
 	p := series(pos, "Entities per state", "Entities in each maintenance state over time, stacked (summed over the emitter's shards).", "short",
-		query("A", `sum by (cluster_maintenance_state) (cluster_maintenance_entities)`, "{{cluster_maintenance_state}}")).
-		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).
+		query("A", `sum by (cluster_maintenance_state) (cluster_maintenance_entities)`, "{{cluster_maintenance_state}}"))
+	var colors [][2]string
+	for _, s := range stateColors {
+		colors = append(colors, [2]string{s.state, s.color})
+	}
+	return stacked(p, colors)
+}
+
+// stacked stacks p's series, each named in colors (name, colour) in its colour.
+func stacked(p *timeseries.PanelBuilder, colors [][2]string) *timeseries.PanelBuilder {
+	p.Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).
 		FillOpacity(40).
 		LineWidth(1)
-	for _, s := range stateColors {
-		p.OverrideByName(s.state, []dashboard.DynamicConfigValue{fixedColor(s.color)})
+	for _, c := range colors {
+		p.OverrideByName(c[0], []dashboard.DynamicConfigValue{fixedColor(c[1])})
 	}
 	return p
 }

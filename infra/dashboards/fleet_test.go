@@ -92,33 +92,12 @@ type stack struct {
 // after each, and returns the Prometheus that received them.
 func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 	t.Helper()
-	prom := testenv.StartPrometheus(t)
-	t.Setenv(telemetry.EnvEndpoint, prom.OTLPEndpoint())
-	t.Setenv(telemetry.EnvProtocol, telemetry.ProtocolHTTP)
-	t.Setenv(telemetry.EnvMetricsEndpoint, "")
-	t.Setenv(telemetry.EnvMetricsExporter, "")
+	prom, tel := startTelemetry(t)
 	ctx := testenv.Context(t, 2*time.Minute)
-	tel, err := telemetry.Setup(ctx, telemetry.Config{Interval: time.Hour, Logger: testenv.Quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	if tel.Mode() != telemetry.ModeOTLPHTTP {
-		t.Fatalf("telemetry mode %s, want %s", tel.Mode(), telemetry.ModeOTLPHTTP)
-	}
 	s := &stack{env: testenv.Start(t), tel: tel}
-	fctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- command.Run(fctx, s.env.JS, command.Config{Log: testenv.Quiet(), Meters: tel.MeterProvider()})
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("command function: %v", err)
-		}
-	})
+	serveCommands(t, s.env, tel)
 	// Every update in progress counts as stuck.
+	var err error
 	if s.em, err = emitter.New(ctx, s.env.JS, tel, emitter.Config{StuckAfter: time.Nanosecond, Logger: testenv.Quiet()}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +109,26 @@ func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 		s.export(t, ctx)
 	}
 	return prom, f
+}
+
+// serveCommands runs the command function until the test ends.
+func serveCommands(t *testing.T, env *testenv.Env, tel *telemetry.Telemetry) {
+	serve(t, "command function", func(ctx context.Context) error {
+		return command.Run(ctx, env.JS, command.Config{Log: testenv.Quiet(), Meters: tel.MeterProvider()})
+	})
+}
+
+// serve runs fn until the test ends, and fails the test if fn returns an error.
+func serve(t *testing.T, name string, fn func(context.Context) error) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	})
 }
 
 // send publishes each entity's commands one after the other (their order matters), waiting

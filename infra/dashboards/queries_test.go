@@ -17,6 +17,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"maintsignals/infra/dashboards"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -64,7 +65,7 @@ var entityOfEntityDashboard = id(kindSoon, "a")
 
 // expectations are, per dashboard file, per panel title, per query refId, what the fleet
 // sent by startFleet makes the query return. Every query of every panel needs its row here,
-// and every row its query: a new dashboard (campaigns) brings its rows.
+// and every row its query.
 func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string]want {
 	n := float64(len(batches))
 	ms := func(t time.Time) float64 { return float64(t.UnixMilli()) }
@@ -159,7 +160,7 @@ const (
 )
 
 // interpolate puts in place of the variables what Grafana does for panel p: the entity of
-// the entity dashboard, and $__rate_interval from the panel's interval as Grafana computes
+// the entity dashboard, the campaign of the campaigns dashboard, and $__rate_interval from the panel's interval as Grafana computes
 // it (the larger of interval + scrape interval and four scrape intervals). It returns the
 // step of a range query too.
 func interpolate(t *testing.T, p dashboard.Panel, expr string) (string, time.Duration) {
@@ -175,8 +176,10 @@ func interpolate(t *testing.T, p dashboard.Panel, expr string) (string, time.Dur
 	rate := max(step+scrapeInterval, 4*scrapeInterval)
 	expr = strings.NewReplacer(
 		"$__rate_interval", model.Duration(rate).String(),
-		"${cloud_resource_id}", entityOfEntityDashboard,
-		"$cloud_resource_id", entityOfEntityDashboard,
+		"${"+entityVar+"}", entityOfEntityDashboard,
+		"$"+entityVar, entityOfEntityDashboard,
+		"${"+campaignVar+"}", campaignOfCampaignsDashboard,
+		"$"+campaignVar, campaignOfCampaignsDashboard,
 	).Replace(expr)
 	if strings.Contains(expr, "$") {
 		t.Fatalf("a variable this test does not know is left in %s", expr)
@@ -184,17 +187,87 @@ func interpolate(t *testing.T, p dashboard.Panel, expr string) (string, time.Dur
 	return expr, step
 }
 
-// TestQueries_AgainstPrometheus3 runs every query of every committed dashboard against a
-// Prometheus 3 that received, over OTLP, what the command function and the emitter exported
+// The dashboards each stack checks: every committed dashboard is in exactly one.
+var (
+	fleetDashboards    = []string{"fleet.json", "entity.json"}
+	campaignDashboards = []string{"campaigns.json"}
+)
+
+func TestEveryDashboardIsQueried(t *testing.T) {
+	var got, want []string
+	got = append(append(got, fleetDashboards...), campaignDashboards...)
+	for _, d := range dashboards.All() {
+		want = append(want, d.File)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the query tests check %v; the dashboards are %v", got, want)
+	}
+}
+
+// TestQueries_AgainstPrometheus3 runs every query of the fleet and entity dashboards against
+// a Prometheus 3 that received, over OTLP, what the command function and the emitter exported
 // for the fleet of startFleet, and checks that each returns the series its panel is meant to
 // show, with their values.
 func TestQueries_AgainstPrometheus3(t *testing.T) {
 	prom, f := startFleet(t)
-	ctx := testenv.Context(t, time.Minute)
 	queriedAt := time.Now()
-	expect := expectations(f, queriedAt)
+	var all []string
+	for _, k := range kinds {
+		for _, b := range batches {
+			all = append(all, id(k, b))
+		}
+	}
+	checkQueries(t, prom, queriedAt, fleetDashboards, expectations(f, queriedAt), map[string][]string{
+		"entity.json / " + entityVar: all,
+	})
+}
+
+// TestCampaignQueries_AgainstPrometheus3 does the same for the campaigns dashboard, against
+// what the campaign function exported for the campaigns of startCampaigns.
+func TestCampaignQueries_AgainstPrometheus3(t *testing.T) {
+	prom, c := startCampaigns(t)
+	queriedAt := time.Now()
+	checkQueries(t, prom, queriedAt, campaignDashboards, campaignExpectations(c, queriedAt), map[string][]string{
+		"campaigns.json / " + campaignVar: {campaignHalted, campaignRollout},
+	})
+	// Over time: at the first tick, before the updater worked, the burndown showed the
+	// phases stored then.
+	first := campaignExpectations(campaignsSent{start: c.start, campaigns: c.first}, c.firstAt)["campaigns.json"]
+	ctx := testenv.Context(t, time.Minute)
+	for _, p := range panels(committed(t)["campaigns.json"]) {
+		if title(p) != "Entities per phase over time" && title(p) != "Burndown" {
+			continue
+		}
+		for _, target := range p.Targets {
+			q := target.(*prometheus.Dataquery)
+			t.Run("at the first tick / "+title(p)+" / "+deref(q.RefId), func(t *testing.T) {
+				compare(t, q.Expr, run(t, ctx, prom, p, q, c.firstAt), first[title(p)][deref(q.RefId)].series)
+			})
+		}
+	}
+}
+
+// The variables of the dashboards, and the values the queries are checked for.
+const (
+	entityVar   = "cloud_resource_id"
+	campaignVar = "campaign"
+)
+
+// checkQueries runs every query of the dashboards files and checks it returns what expect
+// says; every query needs its expectation, and every expectation its query. variables are
+// the values each query variable (by "file / name") must list.
+func checkQueries(t *testing.T, prom *testenv.Prometheus, queriedAt time.Time, files []string, expect map[string]map[string]map[string]want, variables map[string][]string) {
+	t.Helper()
+	ctx := testenv.Context(t, time.Minute)
 	used := map[string]bool{}
-	for file, d := range committed(t) {
+	all := committed(t)
+	for _, file := range files {
+		d, ok := all[file]
+		if !ok {
+			t.Fatalf("no committed dashboard %s", file)
+		}
 		for _, p := range panels(d) {
 			for _, target := range p.Targets {
 				q := target.(*prometheus.Dataquery)
@@ -202,7 +275,7 @@ func TestQueries_AgainstPrometheus3(t *testing.T) {
 				key := file + " / " + title(p) + " / " + ref
 				w, ok := expect[file][title(p)][ref]
 				if !ok {
-					t.Errorf("%s: no expectation for this query: add one to expectations", key)
+					t.Errorf("%s: no expectation for this query: add one to the expectations", key)
 					continue
 				}
 				used[key] = true
@@ -212,7 +285,7 @@ func TestQueries_AgainstPrometheus3(t *testing.T) {
 				})
 			}
 		}
-		checkVariables(t, ctx, prom, file, d, queriedAt)
+		checkVariables(t, ctx, prom, file, d, queriedAt, variables)
 	}
 	for file, ps := range expect {
 		for title, refs := range ps {
@@ -328,9 +401,14 @@ func parseKey(k string) map[string]string {
 var labelValuesRE = regexp.MustCompile(`^label_values\((\w+),\s*(\w+)\)$`)
 
 // checkVariables runs each query variable as Grafana does (label_values is the label values
-// API with a series selector): the entity variable lists every entity of the fleet.
-func checkVariables(t *testing.T, ctx context.Context, prom *testenv.Prometheus, file string, d dashboard.Dashboard, at time.Time) {
+// API with a series selector): each lists exactly the values wanted ("file / name"), among
+// them the one the queries are checked for.
+func checkVariables(t *testing.T, ctx context.Context, prom *testenv.Prometheus, file string, d dashboard.Dashboard, at time.Time, wanted map[string][]string) {
 	t.Helper()
+	checkedFor := map[string]string{
+		"entity.json / " + entityVar:      entityOfEntityDashboard,
+		"campaigns.json / " + campaignVar: campaignOfCampaignsDashboard,
+	}
 	for _, v := range d.Templating.List {
 		if v.Type != "query" {
 			continue
@@ -349,17 +427,13 @@ func checkVariables(t *testing.T, ctx context.Context, prom *testenv.Prometheus,
 			t.Errorf("%s: variable %s: %v %v", file, v.Name, err, warnings)
 			continue
 		}
-		if file != "entity.json" || v.Name != "cloud_resource_id" {
+		key := file + " / " + v.Name
+		want, ok := wanted[key]
+		if !ok {
 			t.Errorf("%s: variable %s: no expectation in this test", file, v.Name)
 			continue
 		}
-		var want []string
-		for _, k := range kinds {
-			for _, b := range batches {
-				want = append(want, id(k, b))
-			}
-		}
-		sort.Strings(want)
+		want = slices.Sorted(slices.Values(want))
 		var values []string
 		for _, g := range got {
 			values = append(values, string(g))
@@ -368,8 +442,8 @@ func checkVariables(t *testing.T, ctx context.Context, prom *testenv.Prometheus,
 		if !slices.Equal(values, want) {
 			t.Errorf("%s: variable %s lists %v, want %v", file, v.Name, values, want)
 		}
-		if !slices.Contains(values, entityOfEntityDashboard) {
-			t.Errorf("%s: the entity the queries are checked for is not among the variable's values", file)
+		if !slices.Contains(values, checkedFor[key]) {
+			t.Errorf("%s: the value the queries are checked for (%q) is not among the variable's values", file, checkedFor[key])
 		}
 	}
 }
