@@ -1,7 +1,7 @@
 // Package dashboards generates the Grafana dashboards of Maintenance Signals with the Grafana
-// Foundation SDK: the fleet overview and one entity. The JSON they become is committed beside
-// this file (fleet.json, entity.json) and shipped to Kubernetes by the kustomize component
-// infra/k8s/components/dashboards; `go run ./infra/dashboards/gen` (or `task dashboards`)
+// Foundation SDK: the fleet overview, one entity and the campaigns. The JSON they become is
+// committed beside this file (fleet.json, entity.json, campaigns.json) and shipped to
+// Kubernetes by the kustomize component infra/k8s/components/dashboards; `go run ./infra/dashboards/gen` (or `task dashboards`)
 // writes it again after a change, and the tests fail while the committed JSON differs.
 //
 // Queries use the names Prometheus 3 stores for our OTLP under its default translation
@@ -26,8 +26,7 @@ import (
 )
 
 // Dashboard is one generated dashboard: the file it is written to and how it is built. A new
-// dashboard (campaigns, once their metrics exist) is one more entry in All, and its rows in
-// the tests' expectations.
+// dashboard is one more entry in All, and its rows in the tests' expectations.
 type Dashboard struct {
 	File  string
 	Build func() (dashboard.Dashboard, error)
@@ -38,6 +37,7 @@ func All() []Dashboard {
 	return []Dashboard{
 		{File: "fleet.json", Build: Fleet},
 		{File: "entity.json", Build: Entity},
+		{File: "campaigns.json", Build: Campaigns},
 	}
 }
 
@@ -46,8 +46,9 @@ const Tag = "maintenance-signals"
 
 // UIDs of the dashboards, stable so that links and bookmarks keep working.
 const (
-	FleetUID  = "maintsignals-fleet"
-	EntityUID = "maintsignals-entity"
+	FleetUID     = "maintsignals-fleet"
+	EntityUID    = "maintsignals-entity"
+	CampaignsUID = "maintsignals-campaigns"
 )
 
 // Render is d's JSON as committed: indented, with a final newline.

@@ -42,6 +42,8 @@ func id(kind, batch string) string { return idPrefix + kind + "-" + batch }
 type fleet struct {
 	start   time.Time
 	windows map[string]domain.Window // by kind, the same in every batch
+	// campaignDeadline is that of the campaign runCampaign made.
+	campaignDeadline time.Time
 }
 
 func newFleet(now time.Time) fleet {
@@ -129,6 +131,7 @@ func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 		s.send(t, ctx, f.batch(b))
 		s.export(t, ctx)
 	}
+	f.campaignDeadline = s.runCampaign(t, ctx)
 	return prom, f
 }
 

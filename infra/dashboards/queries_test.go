@@ -17,6 +17,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -134,6 +135,22 @@ func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string
 				"A": {series: []series{{map[string]string{"messaging_destination_name": "MAINT_COMMANDS"}, within(1e-9, 10)}}},
 				"B": {series: []series{{map[string]string{"messaging_destination_name": "MAINT_COMMANDS"}, within(1e-9, 10)}}},
 			},
+		},
+		"campaigns.json": {
+			"Done": {"A": {series: []series{{map[string]string{"maintenance_campaign_id": campaignID}, eq(0.25)}}}},
+			"Campaigns": {
+				"A": {series: []series{{map[string]string{"maintenance_campaign_id": campaignID, "maintenance_campaign_status": "active"}, eq(1)}}},
+				"B": {series: []series{{map[string]string{"maintenance_campaign_id": campaignID}, eq(ms(f.campaignDeadline))}}},
+			},
+			"Campaigns halted": {"A": one(eq(0))},
+			"Entities per phase": {"A": {series: func() []series {
+				var out []series
+				for _, p := range campaign.Phases {
+					v := map[campaign.Phase]float64{campaign.PhaseAnnounced: 3, campaign.PhaseSucceeded: 1}[p]
+					out = append(out, series{map[string]string{"maintenance_campaign_id": campaignID, "maintenance_campaign_phase": string(p)}, eq(v)})
+				}
+				return out
+			}()}},
 		},
 		"entity.json": {
 			"State":               {"A": {series: []series{{map[string]string{"cluster_maintenance_state": "pending"}, eq(1)}}}},
