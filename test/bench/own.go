@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/emitter"
+	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/telemetry"
@@ -226,4 +227,37 @@ func child(ctx context.Context, role string, env ...string) (*exec.Cmd, io.Write
 		return nil, nil, nil, err
 	}
 	return cmd, stdin, bufio.NewReader(stdout), nil
+}
+
+// filledServer starts a NATS server in a child process, provisions it and fills the bucket
+// with n entities; stop ends both the connection and the child.
+func filledServer(ctx context.Context, n int) (url string, js jetstream.JetStream, stop func(), err error) {
+	srv, stdin, sout, err := child(ctx, "server")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	stopSrv := func() { stdin.Close(); _ = srv.Wait() }
+	fail := func(err error) (string, jetstream.JetStream, func(), error) {
+		stopSrv()
+		return "", nil, nil, err
+	}
+	if url, err = sout.ReadString('\n'); err != nil {
+		return fail(fmt.Errorf("server child: %w", err))
+	}
+	url = strings.TrimSpace(url)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return fail(err)
+	}
+	stop = func() { nc.Close(); stopSrv() }
+	js, _ = jetstream.New(nc)
+	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	if err := fillBucket(ctx, js, 0, n); err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return url, js, stop, nil
 }

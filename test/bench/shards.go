@@ -14,13 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"google.golang.org/grpc/encoding"
 
 	"maintsignals/functions/notices"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/test/otlpreceiver"
 )
@@ -59,28 +56,11 @@ func rate(c childCost) float64 { return float64(c.points) / c.cpu.Seconds() }
 // export of the same points, and one notices run.
 func benchShards(ctx context.Context, n int, out io.Writer) (shardFigures, error) {
 	f := shardFigures{entities: n}
-	srv, stdin, srvOut, err := child(ctx, "server")
+	url, _, stop, err := filledServer(ctx, n)
 	if err != nil {
 		return f, err
 	}
-	defer func() { stdin.Close(); _ = srv.Wait() }()
-	url, err := srvOut.ReadString('\n')
-	if err != nil {
-		return f, fmt.Errorf("server child: %w", err)
-	}
-	url = strings.TrimSpace(url)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return f, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
-		return f, err
-	}
-	if err := fillBucket(ctx, js, 0, n); err != nil {
-		return f, err
-	}
+	defer stop()
 	// The receiver takes the requests without decoding them: a collector would run elsewhere,
 	// and decoding millions of points here would take the CPU the emitters are measured on.
 	r, err := otlpreceiver.New(otlpreceiver.WithoutDecoding())

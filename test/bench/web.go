@@ -11,14 +11,12 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/web"
-	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 )
 
@@ -47,28 +45,11 @@ type webFigures struct {
 // benchWeb measures the fleet page at n entities with requests timed requests per page.
 func benchWeb(ctx context.Context, n, requests int, out io.Writer) (webFigures, error) {
 	f := webFigures{n: n}
-	srv, stdin, sout, err := child(ctx, "server")
+	url, js, stop, err := filledServer(ctx, n)
 	if err != nil {
 		return f, err
 	}
-	defer func() { stdin.Close(); _ = srv.Wait() }()
-	url, err := sout.ReadString('\n')
-	if err != nil {
-		return f, fmt.Errorf("server child: %w", err)
-	}
-	url = strings.TrimSpace(url)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return f, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if _, err := provision.Run(ctx, js, provision.Config{Partitions: partitions}); err != nil {
-		return f, err
-	}
-	if err := fillBucket(ctx, js, 0, n); err != nil {
-		return f, err
-	}
+	defer stop()
 	if err := announceWindows(ctx, js, n, 100); err != nil {
 		return f, err
 	}
