@@ -110,15 +110,7 @@ func (f *Function) commandMsg(key string, c core.Command) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := nats.NewMsg(domain.CommandSubject(key))
-	m.Data = body
-	m.Header.Set(domain.HeaderMsgID, c.ID)
-	if f.cfg.Signer != nil {
-		if err := signing.Sign(f.cfg.Signer, body, m.Header); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return signing.Msg(f.cfg.Signer, domain.CommandSubject(key), c.ID, body)
 }
 
 // write writes every entity the pass changed, many at once, each over the revision it read.

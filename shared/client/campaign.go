@@ -121,15 +121,7 @@ func (c *Client) controlMsg(ctl *campaign.Control) (*nats.Msg, error) {
 	if _, rej := campaign.DecodeControl(body, ctl.Campaign, ctl.ID); rej != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
 	}
-	msg := nats.NewMsg(domain.CampaignCommandSubject(ctl.Campaign))
-	msg.Data = body
-	msg.Header.Set(domain.HeaderMsgID, ctl.ID)
-	if c.signer != nil {
-		if err := signing.Sign(c.signer, body, msg.Header); err != nil {
-			return nil, err
-		}
-	}
-	return msg, nil
+	return signing.Msg(c.signer, domain.CampaignCommandSubject(ctl.Campaign), ctl.ID, body)
 }
 
 // ErrNoCampaign is returned for a campaign that does not exist.

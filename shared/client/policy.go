@@ -125,13 +125,9 @@ func (c *Client) policyMsg(cmd *policy.Command) (*nats.Msg, string, error) {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidCommand, rej)
 	}
 	key := checked.ParsedScope().Key
-	msg := nats.NewMsg(domain.PolicyCommandSubject(key))
-	msg.Data = body
-	msg.Header.Set(domain.HeaderMsgID, cmd.ID)
-	if c.signer != nil {
-		if err := signing.Sign(c.signer, body, msg.Header); err != nil {
-			return nil, "", err
-		}
+	msg, err := signing.Msg(c.signer, domain.PolicyCommandSubject(key), cmd.ID, body)
+	if err != nil {
+		return nil, "", err
 	}
 	return msg, key, nil
 }

@@ -281,13 +281,9 @@ func (c *Client) commandMsg(cmd domain.Command) (*nats.Msg, string, error) {
 	if len(body) > domain.MaxCommandBytes {
 		return nil, "", fmt.Errorf("%w: body is %d bytes, at most %d", ErrInvalidCommand, len(body), domain.MaxCommandBytes)
 	}
-	msg := nats.NewMsg(domain.CommandSubject(key))
-	msg.Data = body
-	msg.Header.Set(domain.HeaderMsgID, cmd.ID)
-	if c.signer != nil {
-		if err := signing.Sign(c.signer, body, msg.Header); err != nil {
-			return nil, "", err
-		}
+	msg, err := signing.Msg(c.signer, domain.CommandSubject(key), cmd.ID, body)
+	if err != nil {
+		return nil, "", err
 	}
 	return msg, key, nil
 }

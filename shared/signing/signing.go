@@ -245,6 +245,20 @@ func (p *Policy) AuthorizePolicy(s *Signer, scope policy.Scope) *domain.Rejectio
 	return unauthorized("signer %s (%v) may not set policies: an admin or a customer within its scopes may", s.Name, s.Roles)
 }
 
+// Msg is a command's message on subject: its body, its id in Nats-Msg-Id (so that the stream
+// de-duplicates a resend) and, with kp (nil: unsigned), its signature headers.
+func Msg(kp nkeys.KeyPair, subject, id string, body []byte) (*nats.Msg, error) {
+	m := nats.NewMsg(subject)
+	m.Data = body
+	m.Header.Set(domain.HeaderMsgID, id)
+	if kp != nil {
+		if err := Sign(kp, body, m.Header); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
 // Sign signs body with the seed's key and sets the headers on h.
 func Sign(kp nkeys.KeyPair, body []byte, h nats.Header) error {
 	pub, err := kp.PublicKey()
