@@ -358,19 +358,21 @@ func TestNotices_RunsThatStopShortCarryOnWhereTheyStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.SetHooks(func(domain.Notice) error { time.Sleep(40 * time.Millisecond); return nil }, nil)
-	published, incomplete := 0, 0
-	for run := 0; run < 10 && published < entities; run++ {
-		res, err := n.RunOnce(testenv.Context(t, 5*time.Second))
-		if err != nil {
-			incomplete++
+	// A publish cut off at the deadline may be stored without its run hearing the ack, so the
+	// runs' own counts may fall short of what is stored; the stream is what a user sees.
+	incomplete := 0
+	for run := 0; run < 20; run++ {
+		_, err := n.RunOnce(testenv.Context(t, 5*time.Second))
+		if err == nil {
+			break
 		}
-		published += res.Published
+		incomplete++
 	}
 	if incomplete == 0 {
 		t.Fatal("every run finished in time; the test needs runs that stop short")
 	}
-	if got := len(stored(t, env.JS, "")); got != entities || published != entities {
-		t.Errorf("%d notices stored (%d published) for %d entities due", got, published, entities)
+	if got := len(stored(t, env.JS, "")); got != entities {
+		t.Errorf("%d notices stored after %d runs that stopped short for %d entities due", got, incomplete, entities)
 	}
 	checkOnce(t, env.JS)
 }
