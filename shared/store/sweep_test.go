@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -182,4 +185,41 @@ func TestSweep_BucketWithHistoryReadsTheLastRevisions(t *testing.T) {
 	}
 	keys, _ := sweepKeys(t, st, revs[10], nil, nil)
 	onceEach(t, keys, 20)
+}
+
+// The callback's error ends the sweep with it, and a cancelled context ends it with the
+// context's error; either way the callback is not called once Sweep has returned.
+func TestSweep_StopsOnTheCallbacksErrorOrTheContext(t *testing.T) {
+	env := testenv.Start(t)
+	st, _ := store.Open(context.Background(), env.JS)
+	fill(t, st, 300)
+	errStop := errors.New("stop here")
+	var calls atomic.Int64
+	_, err := st.Sweep(context.Background(), 0, nil, func(store.Entry, error) error {
+		if calls.Add(1) == 10 {
+			return errStop
+		}
+		return nil
+	})
+	if !errors.Is(err, errStop) || calls.Load() != 10 {
+		t.Errorf("callback's error: %v after %d calls, want %v after 10", err, calls.Load(), errStop)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	calls.Store(0)
+	_, err = st.Sweep(ctx, 0, nil, func(store.Entry, error) error {
+		if calls.Add(1) == 10 {
+			cancel()
+			time.Sleep(50 * time.Millisecond) // the sweep notices while this record is handled
+		}
+		return nil
+	})
+	after := calls.Load()
+	time.Sleep(100 * time.Millisecond)
+	if !errors.Is(err, context.Canceled) || after >= 300 {
+		t.Errorf("cancelled: %v after %d calls, want the context's error before the end", err, after)
+	}
+	if calls.Load() != after {
+		t.Errorf("the callback ran %d times after Sweep returned", calls.Load()-after)
+	}
 }
