@@ -32,16 +32,9 @@ func TestProcess_CampaignFunctionKilledWhileWithdrawing(t *testing.T) {
 }
 
 func killWhileWithdrawing(t *testing.T, action campaign.Action) {
-	st := startStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	n := campaignEntities()
-	ids := testenv.ResourceIDs("camp", n)
-	before := seedRecords(t, ctx, st.js, ids, testenv.ResourceIDs("other", 50))
-	startFunction(t, "command", "command", st.url, procEnv())
-	fn := startFunction(t, "campaign-0", "campaign", st.url, procEnv())
-	cl := newCampaignClient(t, st.url)
-	announced := announceAll(t, ctx, st.js, cl, ids, before)
+	sc := startCampaignScenario(t, campaignEntities(), 50)
+	st, ctx, cl, fn, before := sc.st, sc.ctx, sc.cl, sc.fn, sc.before
+	announced := announceAll(t, ctx, st.js, cl, sc.ids, before)
 
 	// The updater has started every twentieth announced entity.
 	started := map[string]bool{}
@@ -120,16 +113,10 @@ func killWhileWithdrawing(t *testing.T, action campaign.Action) {
 // in order, and completed once.
 func TestProcess_CampaignFunctionKilledAsProgressCrossesTenths(t *testing.T) {
 	needBinary(t)
-	st := startStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	const n = 500
-	ids := testenv.ResourceIDs("camp", n)
-	before := seedRecords(t, ctx, st.js, ids, nil) // every hundredth superseded: done already
-	startFunction(t, "command", "command", st.url, procEnv())
-	fn := startFunction(t, "campaign-0", "campaign", st.url, procEnv())
-	cl := newCampaignClient(t, st.url)
-	announced := announceAll(t, ctx, st.js, cl, ids, before)
+	sc := startCampaignScenario(t, n, 0) // every hundredth superseded: done already
+	st, ctx, cl, fn, before := sc.st, sc.ctx, sc.cl, sc.fn, sc.before
+	announced := announceAll(t, ctx, st.js, cl, sc.ids, before)
 
 	rng := rand.New(rand.NewPCG(26, 3))
 	done := len(before.superseded)
@@ -185,13 +172,31 @@ func TestProcess_CampaignFunctionKilledAsProgressCrossesTenths(t *testing.T) {
 	}
 }
 
-func newCampaignClient(t *testing.T, url string) *client.Client {
+// campaignScenario is a stack with a command function process and a campaign function
+// process (fn), n listed entities (ids) and others outside, seeded by seedRecords, and a client.
+type campaignScenario struct {
+	st     *stack
+	ctx    context.Context
+	ids    []string
+	before seeded
+	fn     *proc
+	cl     *client.Client
+}
+
+func startCampaignScenario(t *testing.T, n, others int) campaignScenario {
 	t.Helper()
-	cl, err := client.New(connectURL(t, url), testenv.Quiet())
+	st := startStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	ids := testenv.ResourceIDs("camp", n)
+	before := seedRecords(t, ctx, st.js, ids, testenv.ResourceIDs("other", others))
+	startFunction(t, "command", "command", st.url, procEnv())
+	fn := startFunction(t, "campaign-0", "campaign", st.url, procEnv())
+	cl, err := client.New(connectURL(t, st.url), testenv.Quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cl
+	return campaignScenario{st: st, ctx: ctx, ids: ids, before: before, fn: fn, cl: cl}
 }
 
 // announceAll creates campaign k1 over ids and waits until the function has observed every

@@ -36,19 +36,9 @@ func campaignEntities() int {
 // their records as they were; records outside the campaign are untouched.
 func TestProcess_CampaignFunctionKilledWhileAnnouncing(t *testing.T) {
 	needBinary(t)
-	st := startStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	n := campaignEntities()
-	ids := testenv.ResourceIDs("camp", n)
-	before := seedRecords(t, ctx, st.js, ids, testenv.ResourceIDs("other", 50))
-
-	startFunction(t, "command", "command", st.url, procEnv())
-	fn := startFunction(t, "campaign-0", "campaign", st.url, procEnv())
-	cl, err := client.New(connectURL(t, st.url), testenv.Quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := startCampaignScenario(t, n, 50)
+	st, ctx, cl, fn, ids, before := sc.st, sc.ctx, sc.cl, sc.fn, sc.ids, sc.before
 	doc := campaignSpec(t, ctx, st.js, ids)
 	if _, err := cl.SendCampaign(ctx, campaign.Control{ID: "k1-create", Campaign: "k1", Action: campaign.ActionCreate, Spec: &doc}); err != nil {
 		t.Fatalf("create: %v", err)
