@@ -168,10 +168,11 @@ func (h *readHandler) handle(msg jetstream.Msg) {
 	}
 }
 
-// failed ends the read on an error the ordered consumer does not recover from by itself.
+// failed ends the read on an error the ordered consumer does not recover from by itself
+// (it makes a new consumer after missed heartbeats, a gap or a deleted consumer).
 func (h *readHandler) failed(_ jetstream.ConsumeContext, err error) {
-	if errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
-		errors.Is(err, jetstream.ErrOrderedConsumerReset) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, jetstream.ErrOrderedConsumerReset) ||
+		errors.Is(err, jetstream.ErrConsumerNotFound) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if !h.stopped {

@@ -223,3 +223,69 @@ func TestSweep_StopsOnTheCallbacksErrorOrTheContext(t *testing.T) {
 		t.Errorf("the callback ran %d times after Sweep returned", calls.Load()-after)
 	}
 }
+
+// The sweep's consumer deleted on the server mid-sweep: the sweep carries on with a new one
+// and still reads every record once. Its connection closed mid-sweep: it ends with an error at
+// once, not at its context's deadline.
+func TestSweep_ConsumerLostOrConnectionClosed(t *testing.T) {
+	env := testenv.Start(t)
+	st, _ := store.Open(context.Background(), env.JS)
+	const n = 10000 // more than a sweep's pull asks for at once: the rest comes after the loss
+	fillFast(t, env.JS, n)
+	stream, err := env.JS.Stream(context.Background(), "KV_"+domain.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	keys, _ := sweepKeys(t, st, 0, nil, func(store.Entry) {
+		if deleted > 0 {
+			return
+		}
+		names := stream.ConsumerNames(context.Background())
+		for name := range names.Name() {
+			if err := stream.DeleteConsumer(context.Background(), name); err != nil {
+				t.Errorf("delete consumer %s: %v", name, err)
+			}
+			deleted++
+		}
+	})
+	if deleted == 0 {
+		t.Fatal("no consumer to delete: the scenario did not happen")
+	}
+	onceEach(t, keys, n)
+
+	nc := testenv.Connect(t, env.Server)
+	own, _ := store.Open(context.Background(), testenv.JetStream(t, nc))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	calls, start := 0, time.Now()
+	_, err = own.Sweep(ctx, 0, nil, func(store.Entry, error) error {
+		if calls++; calls == 10 {
+			nc.Close()
+		}
+		return nil
+	})
+	if err == nil || ctx.Err() != nil || calls >= n {
+		t.Errorf("connection closed: %v after %d calls and %v, want an error before the end and the deadline", err, calls, time.Since(start))
+	}
+}
+
+// fillFast writes n records k00000… in state Pending with async publishes.
+func fillFast(t *testing.T, js jetstream.JetStream, n int) {
+	t.Helper()
+	for i := range n {
+		key := fmt.Sprintf("k%05d", i)
+		b, err := domain.EncodeRecord(domain.Record{ResourceID: key, State: domain.StatePending, LastCommandSeq: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishAsync("$KV."+domain.Bucket+"."+key, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("records not stored")
+	}
+}
