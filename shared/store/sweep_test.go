@@ -231,7 +231,7 @@ func TestSweep_ConsumerLostOrConnectionClosed(t *testing.T) {
 	env := testenv.Start(t)
 	st, _ := store.Open(context.Background(), env.JS)
 	const n = 10000 // more than a sweep's pull asks for at once: the rest comes after the loss
-	fillFast(t, env.JS, n)
+	testenv.FillRecords(t, env.JS, n, func(i int) string { return fmt.Sprintf("k%05d", i) })
 	stream, err := env.JS.Stream(context.Background(), "KV_"+domain.Bucket)
 	if err != nil {
 		t.Fatal(err)
@@ -267,25 +267,5 @@ func TestSweep_ConsumerLostOrConnectionClosed(t *testing.T) {
 	})
 	if err == nil || ctx.Err() != nil || calls >= n {
 		t.Errorf("connection closed: %v after %d calls and %v, want an error before the end and the deadline", err, calls, time.Since(start))
-	}
-}
-
-// fillFast writes n records k00000… in state Pending with async publishes.
-func fillFast(t *testing.T, js jetstream.JetStream, n int) {
-	t.Helper()
-	for i := range n {
-		key := fmt.Sprintf("k%05d", i)
-		b, err := domain.EncodeRecord(domain.Record{ResourceID: key, State: domain.StatePending, LastCommandSeq: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := js.PublishAsync("$KV."+domain.Bucket+"."+key, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(30 * time.Second):
-		t.Fatal("records not stored")
 	}
 }
