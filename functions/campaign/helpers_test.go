@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,15 +103,7 @@ func ids(n int) []string {
 // upload stores the list of ids and returns its reference.
 func (s *stack) upload(list []string) core.ListRef {
 	s.t.Helper()
-	data := []byte(strings.Join(list, "\n") + "\n")
-	l, err := core.ParseList(strings.NewReader(string(data)))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if _, err := campaignstore.PutList(context.Background(), s.env.JS, l, data); err != nil {
-		s.t.Fatal(err)
-	}
-	return l.Ref(l.SHA256)
+	return testenv.UploadList(s.t, context.Background(), s.env.JS, list)
 }
 
 // spec is a campaign over the list with windows from earliest on, every window announced at

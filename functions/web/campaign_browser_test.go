@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	fn "maintsignals/functions/campaign"
 	"maintsignals/functions/web"
 	"maintsignals/shared/campaign"
-	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -31,15 +29,7 @@ func TestBrowser_CampaignFunctionBurndownMoves(t *testing.T) {
 	for i := range ids {
 		ids[i] = rid(fmt.Sprintf("s%d", 1+i%2), fmt.Sprintf("b%d", i))
 	}
-	data := []byte(strings.Join(ids, "\n") + "\n")
-	l, err := campaign.ParseList(strings.NewReader(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := campaignstore.PutList(ctx, s.env.JS, l, data); err != nil {
-		t.Fatal(err)
-	}
-	ref := l.Ref(l.SHA256)
+	ref := testenv.UploadList(t, ctx, s.env.JS, ids)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	doc := campaign.Document{ID: "live-1", Reason: "control plane upgrade", Task: domain.TaskEverything,
 		Selection: campaign.SelectionDocument{List: &ref},

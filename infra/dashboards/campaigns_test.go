@@ -3,13 +3,11 @@ package dashboards_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
-	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -164,15 +162,7 @@ func startTelemetry(t *testing.T) (*testenv.Prometheus, *telemetry.Telemetry) {
 // create uploads the list and creates the campaign over it.
 func (s *campaignStack) create(t *testing.T, ctx context.Context, ids []string, doc core.Document) {
 	t.Helper()
-	data := []byte(strings.Join(ids, "\n") + "\n")
-	l, err := core.ParseList(strings.NewReader(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := campaignstore.PutList(ctx, s.env.JS, l, data); err != nil {
-		t.Fatal(err)
-	}
-	ref := l.Ref(l.SHA256)
+	ref := testenv.UploadList(t, ctx, s.env.JS, ids)
 	doc.Selection = core.SelectionDocument{List: &ref}
 	o, err := s.cl.SendCampaign(ctx, core.Control{ID: "create-" + doc.ID, Campaign: doc.ID, Action: core.ActionCreate, Spec: &doc})
 	if err != nil || o.Outcome != domain.OutcomeApplied {

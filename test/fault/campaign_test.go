@@ -1,7 +1,6 @@
 package fault
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -111,15 +110,7 @@ func seedRecords(t *testing.T, ctx context.Context, js jetstream.JetStream, ids,
 // three hours on, every one announced at once.
 func campaignSpec(t *testing.T, ctx context.Context, js jetstream.JetStream, ids []string) campaign.Document {
 	t.Helper()
-	data := []byte(strings.Join(ids, "\n") + "\n")
-	l, err := campaign.ParseList(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := campaignstore.PutList(ctx, js, l, data); err != nil {
-		t.Fatal(err)
-	}
-	ref := l.Ref(l.SHA256)
+	ref := testenv.UploadList(t, ctx, js, ids)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	return campaign.Document{ID: "k1", Reason: "control plane upgrade", Task: domain.TaskEverything,
 		Selection: campaign.SelectionDocument{List: &ref},

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +10,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/campaign"
+	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/function"
 )
+
+// UploadList stores ids as a campaign list file (one per line) in the campaign-lists bucket,
+// as `maintctl campaign create --list` does, and returns its reference.
+func UploadList(t testing.TB, ctx context.Context, js jetstream.JetStream, ids []string) core.ListRef {
+	t.Helper()
+	data := []byte(strings.Join(ids, "\n") + "\n")
+	l, err := core.ParseList(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := campaignstore.PutList(ctx, js, l, data); err != nil {
+		t.Fatalf("store the list: %v", err)
+	}
+	return l.Ref(l.SHA256)
+}
 
 // RunCampaigns runs the campaign function in the test process until the test ends: its
 // commands' consumer, the passes after them, and a pass every `every` of its own (a stack's

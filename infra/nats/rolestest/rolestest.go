@@ -28,7 +28,6 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/infra/registry"
 	"maintsignals/shared/campaign"
-	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
@@ -524,16 +523,8 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 func checkCampaign(t *testing.T, admin *Party) {
 	ctx := testenv.Context(t, 30*time.Second)
 	id := ResourceID + "-campaign"
-	data := []byte(id + "\n")
-	l, err := campaign.ParseList(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := campaignstore.PutList(ctx, admin.JS, l, data); err != nil {
-		t.Fatalf("store the list: %v", err)
-	}
+	ref := testenv.UploadList(t, ctx, admin.JS, []string{id})
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
-	ref := l.Ref(l.SHA256)
 	doc := campaign.Document{ID: "roles", Task: domain.TaskEverything, Selection: campaign.SelectionDocument{List: &ref},
 		Window: campaign.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
 		Spread: campaign.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 10, MaxPerSlotPerSubscription: 10}, AnnounceLead: "336h"}
