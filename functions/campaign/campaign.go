@@ -125,7 +125,7 @@ const DrainTimeout = time.Minute
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	f, err := New(ctx, js, cfg)
 	if err != nil {
-		return err
+		return function.Starting(ctx, err)
 	}
 	defer f.health.close()
 	ctx, cancel := context.WithCancel(ctx)

@@ -125,7 +125,7 @@ func (d *Applier) RuntimeConfig() function.Config {
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	d, err := New(ctx, js, cfg)
 	if err != nil {
-		return err
+		return function.Starting(ctx, err)
 	}
 	return function.Run(ctx, js, d.RuntimeConfig())
 }

@@ -126,7 +126,7 @@ func (e *Emitter) RuntimeConfig() function.Config {
 func Run(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, cfg Config) error {
 	e, err := New(ctx, js, tel, cfg)
 	if err != nil {
-		return err
+		return function.Starting(ctx, err)
 	}
 	defer func() { _ = e.Close() }()
 	return function.Run(ctx, js, e.RuntimeConfig())

@@ -160,7 +160,7 @@ func (n *Notifier) RuntimeConfig() function.Config {
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	n, err := New(ctx, js, cfg)
 	if err != nil {
-		return err
+		return function.Starting(ctx, err)
 	}
 	return function.Run(ctx, js, n.RuntimeConfig())
 }

@@ -155,7 +155,7 @@ func (a *Applier) RuntimeConfig() function.Config {
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	a, err := New(ctx, js, cfg)
 	if err != nil {
-		return err
+		return function.Starting(ctx, err)
 	}
 	return function.Run(ctx, js, a.RuntimeConfig())
 }

@@ -74,6 +74,9 @@ func (v *View) campaignsPage(w http.ResponseWriter, r *http.Request) {
 		v.stream(w, r, topic{kind: topicCampaigns}, nil)
 		return
 	}
+	if !v.campaignsRead(w, r) {
+		return
+	}
 	list, ok := v.campaigns.list()
 	p := CampaignsPage{Available: ok, Campaigns: list, At: v.cfg.Now().UTC()}
 	v.answer(w, r, "campaigns", layout{Title: "Campaigns", Nav: "campaigns", Live: true, Body: p})
@@ -90,6 +93,9 @@ func (v *View) campaignPage(w http.ResponseWriter, r *http.Request) {
 		v.stream(w, r, topic{kind: topicCampaign, key: id}, nil)
 		return
 	}
+	if !v.campaignsRead(w, r) {
+		return
+	}
 	rep, c, ok := v.campaigns.report(id)
 	if !ok {
 		v.fail(w, r, http.StatusNotFound, "no campaign "+id)
@@ -104,6 +110,16 @@ func (v *View) campaignPage(w http.ResponseWriter, r *http.Request) {
 	p.Burndown = append(p.Burndown, BurndownPoint{At: now, Remaining: rep.Entities - rep.Done, Done: rep.Done,
 		Failed: rep.Phases.Of(campaign.PhaseFailed)})
 	v.answer(w, r, "campaign", layout{Title: "Campaign " + id, Nav: "campaigns", Live: true, Body: p})
+}
+
+// campaignsRead answers 503 until the campaigns' buckets are read once, so that a replica
+// that has just started does not say that there is no campaign, or none of that id.
+func (v *View) campaignsRead(w http.ResponseWriter, r *http.Request) bool {
+	if v.read(bucketCampaigns, bucketEntities) {
+		return true
+	}
+	v.fail(w, r, http.StatusServiceUnavailable, "the campaigns are being read; this page answers once they are")
+	return false
 }
 
 // burndown is the campaign's progress at each of its lifecycle events, oldest first.

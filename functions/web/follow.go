@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,6 +40,14 @@ type follower struct {
 	caughtUp func()
 	// present, when set, is told whether the bucket exists.
 	present func(bool)
+	// read says that the bucket was read once (caughtUp was called, or it was found absent).
+	read atomic.Bool
+}
+
+// caught marks the bucket read and calls caughtUp.
+func (f *follower) caught() {
+	f.read.Store(true)
+	f.caughtUp()
 }
 
 func (f *follower) tell(exists bool) {
@@ -61,7 +70,7 @@ func (f *follower) run(ctx context.Context) {
 				missing = true
 				f.tell(false)
 				f.reset()
-				f.caughtUp() // an absent bucket is read: it has nothing
+				f.caught() // an absent bucket is read: it has nothing
 			}
 		default:
 			missing = false
@@ -94,7 +103,7 @@ func (f *follower) once(ctx context.Context) error {
 	pending := true
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		pending = false
-		f.caughtUp()
+		f.caught()
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
 	if err != nil {
@@ -125,7 +134,7 @@ func (f *follower) once(ctx context.Context) error {
 		}
 		if pending && md.NumPending == 0 {
 			pending = false
-			f.caughtUp()
+			f.caught()
 		}
 	}
 }

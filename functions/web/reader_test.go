@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,51 @@ func TestView_TheReaderRoleSuffices(t *testing.T) {
 	})
 	if len(cp.Burndown) != 2 || cp.Burndown[0].Event != "created" {
 		t.Errorf("campaign burndown as a reader: %+v", cp.Burndown)
+	}
+}
+
+// TestView_CampaignPagesWaitForTheCampaignsBucket runs the view as a user who may not read
+// the campaigns bucket's stream: the fleet is served, but the view is not loaded (readiness
+// says so) and the campaigns' pages answer 503 rather than that there is no campaign.
+func TestView_CampaignPagesWaitForTheCampaignsBucket(t *testing.T) {
+	op, blind := natstest.NewUser(t), natstest.NewUser(t)
+	users := []*server.NkeyUser{{Nkey: op.Public}, {Nkey: blind.Public, Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.STREAM.INFO.KV_" + domain.CampaignsBucket}}}}}
+	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	connect := func(u natstest.User) *natsconn.Conn {
+		t.Helper()
+		conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: s.InProcessURL(), NkeyFile: u.SeedFile, Logger: quiet,
+			Extra: []nats.Option{nats.InProcessServer(s.Server)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.NC.Close)
+		return conn
+	}
+	if _, err := provision.Run(ctx, connect(op).JS, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	done := make(chan error, 1)
+	view, url := serve(t, ctx, connect(blind).JS, web.Config{}, done)
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopped with %v", err)
+		}
+	}()
+	var fleet web.FleetPage
+	testenv.Eventually(t, 10*time.Second, "the fleet page", func() bool { return getJSON(t, url+"/", &fleet) == http.StatusOK })
+	var body struct {
+		Message string `json:"error"`
+	}
+	for _, page := range []string{"/campaigns", "/campaigns/pucm-2026-12"} {
+		if code := getJSON(t, url+page, &body); code != http.StatusServiceUnavailable || !strings.Contains(body.Message, "being read") {
+			t.Errorf("%s: %d %q, want 503, being read", page, code, body.Message)
+		}
+	}
+	if view.Loaded() {
+		t.Error("the view says it is loaded without the campaigns bucket")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,7 @@ type View struct {
 	decode func([]byte) (domain.Record, error)
 
 	streams atomic.Int64 // live pages being served
-	// ready tells readiness whether the fleet is read (set by Serve, before it follows).
+	// ready tells readiness whether the buckets are read (set by Serve, before it follows).
 	ready func(bool)
 
 	loaded    atomic.Bool  // the bucket's records as of the first read are in the index
@@ -135,7 +136,7 @@ func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	function.ReportServing(ctx, Name, v.loaded.Load(), true)
+	function.ReportServing(ctx, Name, v.Loaded(), true)
 	cancel()
 	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer stop()
@@ -147,16 +148,35 @@ func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// setLoaded says whether the fleet index holds the bucket, to the pages and to readiness.
+// setLoaded says whether the fleet index holds the records bucket, to the pages and to
+// readiness.
 func (v *View) setLoaded(ok bool) {
 	v.loaded.Store(ok)
+	v.report()
+}
+
+// report tells readiness whether the view is loaded.
+func (v *View) report() {
 	if v.ready != nil {
-		v.ready(ok)
+		v.ready(v.Loaded())
 	}
 }
 
-// Loaded reports whether the fleet index holds the bucket as of its first read.
-func (v *View) Loaded() bool { return v.loaded.Load() }
+// Loaded reports whether the view holds every bucket it follows as of its first read (the
+// records, the policies and the campaigns'; a bucket that does not exist counts as read).
+func (v *View) Loaded() bool {
+	return v.loaded.Load() && v.read(bucketPolicies, bucketCampaigns, bucketEntities)
+}
+
+// read reports whether the buckets were each read once.
+func (v *View) read(buckets ...string) bool {
+	for _, f := range v.followers {
+		if slices.Contains(buckets, f.bucket) && !f.read.Load() {
+			return false
+		}
+	}
+	return true
+}
 
 // makeFollowers are the watches of the four buckets.
 func (v *View) makeFollowers() []*follower {
@@ -171,18 +191,18 @@ func (v *View) makeFollowers() []*follower {
 	policies := f(bucketPolicies)
 	policies.reset = func() { v.fleet.clearPolicies() }
 	policies.apply = v.applyPolicies
-	policies.caughtUp = func() {}
+	policies.caughtUp = v.report
 
 	states := f(bucketCampaigns)
 	states.reset = v.campaigns.resetStates
 	states.apply = func(b []change) { v.publishCampaigns(v.campaigns.applyStates(b)) }
-	states.caughtUp = func() {}
+	states.caughtUp = v.report
 	states.present = func(ok bool) { v.campaigns.setFound(bucketCampaigns, ok) }
 
 	entities := f(bucketEntities)
 	entities.reset = v.campaigns.resetEntities
 	entities.apply = func(b []change) { v.publishCampaigns(v.campaigns.applyEntities(b)) }
-	entities.caughtUp = func() {}
+	entities.caughtUp = v.report
 	return []*follower{records, policies, states, entities}
 }
 

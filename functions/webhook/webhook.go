@@ -172,10 +172,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Deliverer, e
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	d, err := New(ctx, js, cfg)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting: nothing was delivered
-		}
-		return err
+		return function.Starting(ctx, err)
 	}
 	return function.Run(ctx, js, d.RuntimeConfig())
 }

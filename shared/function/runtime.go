@@ -122,6 +122,16 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// Starting is what a function's Run returns when the function could not start (its New
+// failed): nil when ctx ended meanwhile, for it was asked to stop before it served anything,
+// and err otherwise.
+func Starting(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // Run serves the consumers until ctx is cancelled, then drains: it stops pulling, lets the
 // messages in hand finish (up to DrainTimeout) and returns.
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
