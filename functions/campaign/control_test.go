@@ -46,7 +46,9 @@ func TestCampaign_CommandsOutcomes(t *testing.T) {
 			}
 		})
 	}
-	if n := len(s.campaignEvents("c3")); n != 7 { // create, created, and one outcome for each command but the other campaigns'
+	// Create, created, and one outcome for each command but the other campaigns': each is
+	// stored by the time its sender has it, though it reaches the sender on the wire first.
+	if n := len(s.campaignEvents("c3")); n != 7 {
 		t.Errorf("%d events of c3, want 7", n)
 	}
 }

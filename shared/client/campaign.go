@@ -47,7 +47,10 @@ func (c *Client) SendCampaign(ctx context.Context, ctl campaign.Control) (campai
 		return campaign.Outcome{}, err
 	}
 	subject := domain.CampaignEventSubject(ctl.Campaign)
-	var out campaign.Outcome
+	var (
+		out   campaign.Outcome
+		heard bool // on the wire rather than read from the stream
+	)
 	err = c.Guard(ctx, subject, func(ctx context.Context) error {
 		sub, err := c.NC.SubscribeSync(subject)
 		if err != nil {
@@ -63,7 +66,7 @@ func (c *Client) SendCampaign(ctx context.Context, ctl campaign.Control) (campai
 		}
 		found := false
 		if ack.Duplicate { // its outcome may be out already
-			out, found, err = c.storedOutcome(ctx, ctl)
+			out, found, err = c.storedOutcome(ctx, ctl, time.Time{})
 			if err != nil {
 				return err
 			}
@@ -74,11 +77,15 @@ func (c *Client) SendCampaign(ctx context.Context, ctl campaign.Control) (campai
 				return fmt.Errorf("%w for campaign command %s: %w", ErrNoOutcome, ctl.ID, err)
 			}
 			out, found = outcomeOf(m.Data, ctl.ID)
+			heard = found
 		}
 		return nil
 	})
 	if err != nil {
 		return out, err
+	}
+	if heard {
+		c.awaitStoredOutcome(ctx, ctl, out)
 	}
 	if Failed(out.Outcome) {
 		return out, &CampaignOutcomeError{Outcome: out}
@@ -96,16 +103,36 @@ func outcomeOf(data []byte, id string) (campaign.Outcome, bool) {
 }
 
 // storedOutcome looks for the outcome of ctl among the campaign's stored events.
-func (c *Client) storedOutcome(ctx context.Context, ctl campaign.Control) (campaign.Outcome, bool, error) {
+func (c *Client) storedOutcome(ctx context.Context, ctl campaign.Control, since time.Time) (campaign.Outcome, bool, error) {
 	var out campaign.Outcome
 	found := false
-	err := c.eachStored(ctx, domain.EventsStream, domain.CampaignEventSubject(ctl.Campaign), time.Time{}, "campaign events", func(data []byte, _ uint64) error {
+	err := c.eachStored(ctx, domain.EventsStream, domain.CampaignEventSubject(ctl.Campaign), since, "campaign events", func(data []byte, _ uint64) error {
 		if o, ok := outcomeOf(data, ctl.ID); ok {
 			out, found = o, true
 		}
 		return nil
 	})
 	return out, found, err
+}
+
+// awaitStoredOutcome waits, briefly and at best, until the events stream has stored outcome o
+// of ctl, as awaitStored does for an entity's command: a read of the campaign's events right
+// after the command must include it.
+func (c *Client) awaitStoredOutcome(ctx context.Context, ctl campaign.Control, o campaign.Outcome) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// Read from a minute before the outcome's time: the function's clock may be ahead of the
+	// server's, whose time the stored events carry.
+	var since time.Time
+	if !o.At.IsZero() {
+		since = o.At.Add(-time.Minute)
+	}
+	for ctx.Err() == nil {
+		if _, found, err := c.storedOutcome(ctx, ctl, since); err != nil || found {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // controlMsg checks ctl and builds its message: issuedAt and a signature when the client has
