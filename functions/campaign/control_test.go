@@ -22,7 +22,7 @@ func TestCampaign_CommandsOutcomes(t *testing.T) {
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
 	doc := spec("c3", s.upload(list), earliest, "336h", nil)
 	s.mustControl(core.Control{ID: "create-1", Campaign: "c3", Action: core.ActionCreate, Spec: &doc})
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(2 * time.Second) // past the stream's duplicate window, with room: the server purges it on a timer
 	for _, tc := range []struct {
 		name    string
 		ctl     core.Control

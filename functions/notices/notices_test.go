@@ -304,14 +304,15 @@ func TestNotices_OnTheScheduleTick(t *testing.T) {
 	env := testenv.Start(t, testenv.WithTick(time.Second))
 	now := time.Now()
 	id := clusterID(1)
-	// Each stage lasts 3 s, three ticks: reminder 6 s, reminder 3 s, due, then overdue.
-	start := now.Add(9 * time.Second)
-	put(t, env.JS, domain.Record{ResourceID: id, State: domain.StatePending, Window: &domain.Window{Start: start, End: start.Add(3 * time.Second)}, StateSince: now})
+	// Each stage lasts 5 s, five ticks (a busy machine may stall a few): reminder 10 s,
+	// reminder 5 s, due, then overdue.
+	start := now.Add(15 * time.Second)
+	put(t, env.JS, domain.Record{ResourceID: id, State: domain.StatePending, Window: &domain.Window{Start: start, End: start.Add(5 * time.Second)}, StateSince: now})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 2 {
 		n, err := notices.New(testenv.Context(t, 5*time.Second), env.JS, notices.Config{
-			Remind: []time.Duration{6 * time.Second, 3 * time.Second}, Tick: time.Second, Logger: testenv.Quiet(),
+			Remind: []time.Duration{10 * time.Second, 5 * time.Second}, Tick: time.Second, Logger: testenv.Quiet(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -325,7 +326,7 @@ func TestNotices_OnTheScheduleTick(t *testing.T) {
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := start.Add(3*time.Second + 10*time.Second)
+	deadline := start.Add(5*time.Second + 10*time.Second)
 	for time.Now().Before(deadline) {
 		if got := stored(t, env.JS, id); len(got) == 4 {
 			break
@@ -333,8 +334,8 @@ func TestNotices_OnTheScheduleTick(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // two more ticks: nothing more may come
-	if got := stored(t, env.JS, id); !equal(got, "reminder/6", "reminder/3", "due/0", "overdue/0") {
-		t.Fatalf("notices %v, want reminder/6 reminder/3 due/0 overdue/0", got)
+	if got := stored(t, env.JS, id); !equal(got, "reminder/10", "reminder/5", "due/0", "overdue/0") {
+		t.Fatalf("notices %v, want reminder/10 reminder/5 due/0 overdue/0", got)
 	}
 	checkOnce(t, env.JS)
 }

@@ -19,6 +19,7 @@ import (
 	"maintsignals/functions/web"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
+	"maintsignals/test/testenv"
 )
 
 // The browser tests drive Debian's headless Chromium through chromedp against a real stack
@@ -217,6 +218,9 @@ func TestBrowser_FleetLiveTimelineAndEntityPage(t *testing.T) {
 	}
 	s.send(t, rid("0b1f6471-1bf0-4dda-aec3-5d1e7a0c0003", "cluster-late"), domain.TaskPending, withWindow(today.Add(-30*time.Hour), 4*time.Hour))
 
+	// The view follows the bucket: the last record may reach it a moment after its command's
+	// outcome reached the sender.
+	testenv.Eventually(t, 5*time.Second, "the view holds the 19 entities", func() bool { return s.fleet(t, "").Entities == 19 })
 	b.do(chromedp.Navigate(s.url + "/"))
 	b.waitFor("the fleet page", `document.querySelector("#counts") !== null`, 5*time.Second)
 	if n := eval[string](b, `document.querySelector('[data-count="all"]').textContent`); n != "19" {

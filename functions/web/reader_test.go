@@ -105,7 +105,7 @@ func TestView_TheReaderRoleSuffices(t *testing.T) {
 	})
 	var ep web.EntityPage
 	testenv.Eventually(t, 5*time.Second, "the entity page with its policy", func() bool {
-		return getJSON(t, url+"/entities/"+domain.MustKey(id), &ep) == http.StatusOK && ep.Policy != nil
+		return getJSON(t, url+"/entities/"+domain.MustKey(id), &ep) == http.StatusOK && ep.Policy != nil && len(ep.History) > 0
 	})
 	if len(ep.History) != 1 || ep.History[0].CommandID != "admin-1" || ep.Policy.Scope != "/subscriptions/s1" {
 		t.Errorf("entity page: %+v", ep)

@@ -229,8 +229,9 @@ func TestWebhook_SlowEndpointDoesNotDelayOtherSubscriptions(t *testing.T) {
 	for n := 0; n < 20; n++ {
 		publishEvent(t, env.JS, cluster(1), n, domain.StatePending) // one cluster: the slow one goes one at a time
 	}
-	testenv.Eventually(t, 3*time.Second, "the fast subscription has every event", func() bool { return len(fast.succeeded()) == 20 })
-	if took := time.Since(t0); took > 3*time.Second {
+	// Within the slow endpoint's first answer (10 s), with room for a busy machine.
+	testenv.Eventually(t, 8*time.Second, "the fast subscription has every event", func() bool { return len(fast.succeeded()) == 20 })
+	if took := time.Since(t0); took > 8*time.Second {
 		t.Fatalf("fast subscription took %s", took)
 	}
 	if n := len(slow.requests()); n > 1 {

@@ -31,7 +31,8 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 	subB.Types = []string{domain.CETypeApplied}
 	subC.States = []domain.State{domain.StatePending}
 	subD.ResourcePrefix = cluster(1)[:len(cluster(1))-2] + "C1" // any casing of …/c1
-	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD}})
+	// A long timeout: no delivery is retried for being slow on a busy machine.
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD}, Timeout: 15 * time.Second})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -62,7 +63,9 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	time.Sleep(300 * time.Millisecond) // the filtered ones had the same time to arrive
+	for _, name := range []string{"applied", "pending", "prefixed"} { // each its own consumer, at its own pace
+		testenv.WebhookSettled(t, env.JS, name, 20*time.Second)
+	}
 	for _, c := range []struct {
 		rc   *receiver
 		want []string

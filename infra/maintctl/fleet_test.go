@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"maintsignals/shared/domain"
+	"maintsignals/test/testenv"
 )
 
 func TestForget_TakesAnEntityOutAndANewCommandTracksItAgain(t *testing.T) {
@@ -29,8 +30,14 @@ func TestForget_TakesAnEntityOutAndANewCommandTracksItAgain(t *testing.T) {
 	}
 	out := c.ok("forget", "--force", "--reason", "typo", "c9")
 	mustContain(t, "forget", out, "applied Forget: Unplanned → None (forced)", "out of the signal from the next tick", "forgotten at")
-	if out := c.ok("list", "-o", "name"); strings.Contains(out, "c9") || !strings.Contains(out, "my cluster") {
-		t.Errorf("list after forget:\n%s", out)
+	// "my cluster"'s command was not waited for (--no-wait): it is listed once applied.
+	var listed string
+	testenv.Eventually(t, 10*time.Second, "the list after forget: my cluster, no c9", func() bool {
+		listed = c.ok("list", "-o", "name")
+		return strings.Contains(listed, "my cluster")
+	})
+	if strings.Contains(listed, "c9") {
+		t.Errorf("list after forget:\n%s", listed)
 	}
 	mustContain(t, "list --forgotten", c.ok("list", "--forgotten"), "c9", "(forgotten)")
 	rec := decodeJSON[recordJSON](t, c.ok("get", "-o", "json", "c9"))

@@ -61,6 +61,11 @@ func TestProcess_CampaignFunctionKilledWhileAnnouncing(t *testing.T) {
 	startFunction(t, "campaign-1", "campaign", st.url, procEnv())
 	want := n - len(before.superseded)
 	testenv.Eventually(t, 3*time.Minute, fmt.Sprintf("%d applied announcements", want), func() bool { return appliedCount(t, st.js) >= want })
+	// The count holds the superseded entities' refusals too: wait for the function to have
+	// observed every announcement.
+	waitTally(t, cl, "every announcement observed", func(c campaign.Counts) bool {
+		return c.Of(campaign.PhaseAnnounced) == want && c.Of(campaign.PhaseSuperseded) == len(before.superseded)
+	})
 	time.Sleep(3 * tick) // passes that would announce again have had their ticks
 
 	checkAnnouncedOnce(t, st.js, ids, before)

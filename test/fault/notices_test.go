@@ -53,23 +53,41 @@ func TestProcess_NoticesReplicasKilled(t *testing.T) {
 		kills++
 		reps[v] = startProc(t, fmt.Sprintf("notices-%d-%d", v, i), procEnv(), "function", "notices", "--server", st.url, "--remind", "6s,3s")
 	}
-	// A few more ticks, undisturbed, for the last overdue notices.
-	time.Sleep(4 * time.Second)
-
 	order := map[string]int{"reminder/6": 0, "reminder/3": 1, "due/0": 2, "overdue/0": 3}
-	seen := map[string]bool{}
-	per := map[string][]string{}
-	testenv.ReadStream(t, st.js, domain.NoticesStream, func(m jetstream.Msg) {
-		n, err := domain.DecodeNotice(m.Data())
-		if err != nil {
-			t.Fatal(err)
+	var (
+		seen  map[string]bool
+		per   map[string][]string
+		twice []string
+	)
+	read := func() {
+		seen, per, twice = map[string]bool{}, map[string][]string{}, nil
+		testenv.ReadStream(t, st.js, domain.NoticesStream, func(m jetstream.Msg) {
+			n, err := domain.DecodeNotice(m.Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[n.NoticeID] {
+				twice = append(twice, n.NoticeID)
+			}
+			seen[n.NoticeID] = true
+			per[n.ResourceID] = append(per[n.ResourceID], fmt.Sprintf("%s/%d", n.Kind, n.Lead))
+		})
+	}
+	// More ticks, undisturbed, for the last overdue notices.
+	testenv.Eventually(t, 30*time.Second, "every window's overdue notice", func() bool {
+		read()
+		for i := range entities {
+			if got := per[fmt.Sprintf("/fault/notices/c%d", i)]; len(got) == 0 || got[len(got)-1] != "overdue/0" {
+				return false
+			}
 		}
-		if seen[n.NoticeID] {
-			t.Errorf("notice %s stored twice", n.NoticeID)
-		}
-		seen[n.NoticeID] = true
-		per[n.ResourceID] = append(per[n.ResourceID], fmt.Sprintf("%s/%d", n.Kind, n.Lead))
+		return true
 	})
+	time.Sleep(2 * time.Second) // ticks that would send a notice again
+	read()
+	for _, id := range twice {
+		t.Errorf("notice %s stored twice", id)
+	}
 	complete := 0
 	for i := range entities {
 		id := fmt.Sprintf("/fault/notices/c%d", i)

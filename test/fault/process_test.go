@@ -148,9 +148,23 @@ func TestProcess_ShardHolderKilled(t *testing.T) {
 	if next.tick.Sub(killedAt) > every+500*time.Millisecond {
 		t.Errorf("the first whole emission is of the tick %s after the kill, want the next tick (within %s)", next.tick.Sub(killedAt), every)
 	}
-	checkOnceEach(t, next, bucketStates(t, st.js))
+	// The load may still be changing which entities are tracked: that tick exported none twice,
+	// and a tick once the load is over exports every entity of the bucket once.
+	checkOnceEach(t, next, nil)
 
 	counts := testenv.Verify(t, st.js, cmds, verifyWait)
+	settled := time.Now()
+	var after emission
+	testenv.Eventually(t, 2*every+5*time.Second, "a whole emission after the load", func() bool {
+		for _, e := range emissions(r) {
+			if e.tick.After(settled) {
+				after = e
+				return true
+			}
+		}
+		return false
+	})
+	checkOnceEach(t, after, bucketStates(t, st.js))
 	ems := emissions(r)
 	gap, at := maxGap(ems)
 	if gap > 2*every {
@@ -176,7 +190,8 @@ func awaitShared(r *otlpreceiver.Receiver, timeout time.Duration) (emission, err
 }
 
 // checkOnceEach checks that an emission carries every entity of the bucket exactly once
-// (one status point at 1), under its state then or a later one.
+// (one status point at 1), under its state then or a later one; with a nil bucket, that it
+// carries none twice.
 func checkOnceEach(t *testing.T, e emission, bucket map[string]string) {
 	t.Helper()
 	ones := map[string]int{}
@@ -184,6 +199,14 @@ func checkOnceEach(t *testing.T, e emission, bucket map[string]string) {
 		if p.Value == 1 {
 			ones[p.Attrs["cloud.resource_id"]]++
 		}
+	}
+	if bucket == nil {
+		for id, n := range ones {
+			if n != 1 {
+				t.Errorf("tick at %s: %s exported %d times, want once", e.tick.Format("15:04:05"), id, n)
+			}
+		}
+		return
 	}
 	for id := range bucket {
 		if ones[id] != 1 {
@@ -245,7 +268,7 @@ func TestProcess_CollectorDown(t *testing.T) {
 	}
 	resume := e1.at.Sub(restartedAt)
 	t.Logf("first emission after the restart: #%d by %s, %s after it", e1.seq, e1.replica, resume.Round(time.Millisecond))
-	if slack := 500 * time.Millisecond; resume > tick+slack {
+	if slack := time.Second; resume > tick+slack {
 		t.Errorf("first emission %s after the collector came back, want within a tick (%s) + %s", resume, tick, slack)
 	}
 	if got := currentStates(e1.export)[probe]; got != "pending" {
