@@ -131,16 +131,7 @@ func TestProcess_ShardHolderKilled(t *testing.T) {
 	t.Logf("SIGKILL emitter %s in the middle of a run (%d of %d outcomes published)", victim, streamMsgs(st.js, domain.EventsStream), len(cmds))
 
 	// The next tick after the kill: whole, by the survivor alone, within a tick and its run.
-	var next emission
-	testenv.Eventually(t, 2*every+5*time.Second, "the first whole emission of a tick after the kill", func() bool {
-		for _, e := range emissions(r) {
-			if e.tick.After(killedAt) {
-				next = e
-				return true
-			}
-		}
-		return false
-	})
+	next := awaitTickAfter(t, r, killedAt, 2*every+5*time.Second, "the first whole emission of a tick after the kill")
 	t.Logf("tick at +%s after the kill emitted whole by %s, %s after the kill", next.tick.Sub(killedAt).Round(time.Millisecond), next.replica, next.at.Sub(killedAt).Round(time.Millisecond))
 	if next.replica != survivor {
 		t.Errorf("the next tick was emitted by %q, want %s alone", next.replica, survivor)
@@ -153,17 +144,7 @@ func TestProcess_ShardHolderKilled(t *testing.T) {
 	checkOnceEach(t, next, nil)
 
 	counts := testenv.Verify(t, st.js, cmds, verifyWait)
-	settled := time.Now()
-	var after emission
-	testenv.Eventually(t, 2*every+5*time.Second, "a whole emission after the load", func() bool {
-		for _, e := range emissions(r) {
-			if e.tick.After(settled) {
-				after = e
-				return true
-			}
-		}
-		return false
-	})
+	after := awaitTickAfter(t, r, time.Now(), 2*every+5*time.Second, "a whole emission after the load")
 	checkOnceEach(t, after, bucketStates(t, st.js))
 	ems := emissions(r)
 	gap, at := maxGap(ems)
@@ -187,6 +168,22 @@ func awaitShared(r *otlpreceiver.Receiver, timeout time.Duration) (emission, err
 		time.Sleep(100 * time.Millisecond)
 	}
 	return emission{}, fmt.Errorf("no tick emitted by two replicas within %s", timeout)
+}
+
+// awaitTickAfter waits for the first whole emission of a tick after at.
+func awaitTickAfter(t *testing.T, r *otlpreceiver.Receiver, at time.Time, within time.Duration, what string) emission {
+	t.Helper()
+	var found emission
+	testenv.Eventually(t, within, what, func() bool {
+		for _, e := range emissions(r) {
+			if e.tick.After(at) {
+				found = e
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 // checkOnceEach checks that an emission carries every entity of the bucket exactly once
