@@ -594,7 +594,8 @@ func runFunctions(t *testing.T, p map[string]*Party, op *Party, hookURL string) 
 	if err := os.WriteFile(subs, []byte(`[{"name":"roles","url":"`+hookURL+`","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := map[string][]string{"notices": {"--remind", "2h"}, "webhook": {"--subscriptions", subs}}
+	// The web view on a free port: the default one may be another test's `maintctl up`.
+	args := map[string][]string{"notices": {"--remind", "2h"}, "webhook": {"--subscriptions", subs}, "web": {"--web-listen", "127.0.0.1:0"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	tel, err := telemetry.Setup(ctx, telemetry.Config{Logger: quiet})
 	if err != nil {
