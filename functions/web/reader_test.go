@@ -42,16 +42,7 @@ func TestView_TheReaderRoleSuffices(t *testing.T) {
 	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	connect := func(u natstest.User, r natsconf.Role) *natsconn.Conn {
-		t.Helper()
-		conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: s.InProcessURL(), NkeyFile: u.SeedFile,
-			InboxPrefix: r.InboxPrefix(), Logger: quiet, Extra: []nats.Option{nats.InProcessServer(s.Server)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.NC.Close)
-		return conn
-	}
+	connect := func(u natstest.User, r natsconf.Role) *natsconn.Conn { return connectAs(t, ctx, s, u, r.InboxPrefix()) }
 	ojs := connect(op, natsconf.RoleOperator).JS
 	if _, err := provision.Run(ctx, ojs, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
 		t.Fatalf("provision: %v", err)
@@ -129,16 +120,7 @@ func TestView_CampaignPagesWaitForTheCampaignsBucket(t *testing.T) {
 	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: users})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	connect := func(u natstest.User) *natsconn.Conn {
-		t.Helper()
-		conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: s.InProcessURL(), NkeyFile: u.SeedFile, Logger: quiet,
-			Extra: []nats.Option{nats.InProcessServer(s.Server)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.NC.Close)
-		return conn
-	}
+	connect := func(u natstest.User) *natsconn.Conn { return connectAs(t, ctx, s, u, "") }
 	if _, err := provision.Run(ctx, connect(op).JS, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
@@ -163,4 +145,16 @@ func TestView_CampaignPagesWaitForTheCampaignsBucket(t *testing.T) {
 	if view.Loaded() {
 		t.Error("the view says it is loaded without the campaigns bucket")
 	}
+}
+
+// connectAs connects in process to s as user u, with its inbox prefix ("" the default).
+func connectAs(t *testing.T, ctx context.Context, s *embedded.Server, u natstest.User, inboxPrefix string) *natsconn.Conn {
+	t.Helper()
+	conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: s.InProcessURL(), NkeyFile: u.SeedFile,
+		InboxPrefix: inboxPrefix, Logger: quiet, Extra: []nats.Option{nats.InProcessServer(s.Server)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.NC.Close)
+	return conn
 }
