@@ -71,7 +71,7 @@ func (d *Applier) Handle(ctx context.Context, msg function.Message) error {
 		if err != nil {
 			return err
 		}
-		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered, Policy: pol, Deadline: deadline}
+		dl := delivery{Seq: msg.Seq, StoredAt: msg.Time, Remembered: remembered, Redelivered: msg.Delivered > 1, Policy: pol, Deadline: deadline}
 		dec := decide(cur.Record, cmd, dl, d.rules, d.now().UTC())
 		dec.Event.Revision = cur.Rev
 		if done, err := d.act(ctx, key, cmd, msg, cur, dec); done || err != nil {
@@ -92,15 +92,50 @@ func (d *Applier) act(ctx context.Context, key string, cmd domain.Command, msg f
 		log.Info("command handled before; nothing to do", "why", dec.Why, "last_seq", cur.Record.LastCommandSeq)
 		return true, nil
 	case actRepublish:
-		log.Info("command applied before; publishing its outcome again")
-		return true, d.publish(ctx, key, domain.OutcomeMsgID(dec.Event.CommandID, dec.Event.CommandSeq), dec.Event)
+		log.Info("command handled before; publishing its outcome again", "outcome", dec.Event.Outcome)
+		return true, d.publish(ctx, key, outcomeMsgID(dec.Event), dec.Event)
 	case actDuplicate:
 		d.metrics.command(ctx, domain.OutcomeDuplicate, "")
 		return true, d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
 	case actReject:
-		return true, d.rejected(ctx, key, cmd, dec.Event)
+		return true, d.refused(ctx, key, dec.Event)
+	case actFence:
+		return d.fence(ctx, key, cur, dec, log)
 	}
 	return d.commit(ctx, key, cmd, msg, cur, dec, log)
+}
+
+// fence writes a refusal's fence over cur and then publishes the refusal; not done: the record
+// moved on meanwhile (perhaps by the very commit the fence is for), so decide again.
+func (d *Applier) fence(ctx context.Context, key string, cur store.Versioned, dec decision, log *slog.Logger) (done bool, err error) {
+	if err := function.Holding(ctx); err != nil {
+		return true, err
+	}
+	newRev, err := d.records.Put(ctx, key, cur, dec.Next)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
+		log.Info("record moved on before the refusal's fence; re-reading", "err", err)
+		d.cache.forget(key)
+		return false, nil
+	}
+	if err != nil {
+		d.cache.forget(key)
+		return true, fmt.Errorf("write the refusal's fence: %w", err)
+	}
+	d.cache.put(key, dec.Next, newRev)
+	dec.Event.Revision = newRev
+	log.Info("refusal of a redelivered command fenced", "outcome", dec.Event.Outcome, "revision", newRev)
+	return true, d.refused(ctx, key, dec.Event)
+}
+
+// refused publishes a refusal, rejected or dead_lettered, under its outcome's id.
+func (d *Applier) refused(ctx context.Context, key string, ev domain.Event) error {
+	if ev.Outcome == domain.OutcomeDeadLettered {
+		d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
+		return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq)+":dlq", ev)
+	}
+	d.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
+	d.log.Warn("command rejected", "key", key, "command_id", ev.CommandID, "task", ev.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
+	return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
 }
 
 // commit writes an applied decision over cur and publishes its outcome; not done: the record
@@ -196,36 +231,12 @@ func (d *Applier) decode(msg function.Message, key, msgID string) (domain.Comman
 }
 
 // reject publishes the rejection of a command refused at the gate (decideRejection). The
-// record is read only to report its state, and to see whether the command was handled already;
-// a rejection never writes it.
+// record is read to report its state, to see whether the command was handled already and, on
+// a redelivery, to fence the refusal; otherwise a rejection never writes it.
 func (d *Applier) reject(ctx context.Context, key string, msg function.Message, cmd domain.Command, rej *domain.Rejection) error {
-	var (
-		rec *domain.Record
-		rev uint64
-	)
-	if key != "" {
-		r, rv, err := d.records.Get(ctx, key)
-		switch {
-		case err == nil:
-			rec, rev = &r, rv
-		case !errors.Is(err, store.ErrInvalidKey):
-			return readError(err)
-		}
-	}
-	dec := decideRejection(rec, cmd, rej, delivery{Seq: msg.Seq, StoredAt: msg.Time}, d.now().UTC())
-	if dec.Action == actSkip {
-		d.log.Info("command handled before; nothing to do", "key", key, "command_id", cmd.ID, "seq", msg.Seq)
-		return nil
-	}
-	dec.Event.Revision = rev
-	return d.rejected(ctx, key, cmd, dec.Event)
-}
-
-// rejected publishes a rejection outcome.
-func (d *Applier) rejected(ctx context.Context, key string, cmd domain.Command, ev domain.Event) error {
-	d.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
-	d.log.Warn("command rejected", "key", key, "command_id", cmd.ID, "task", cmd.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
-	return d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, ev.CommandSeq), ev)
+	return d.refuse(ctx, key, msg, cmd, false, func(rec *domain.Record) decision {
+		return decideRejection(rec, cmd, rej, d.delivered(msg), d.now().UTC())
+	})
 }
 
 // deadLetter publishes the outcome of a command the runtime gave up on (decideDeadLetter).
@@ -235,32 +246,78 @@ func (d *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 	if cmd.ID == "" {
 		cmd.ID = msg.Header.Get(domain.HeaderMsgID)
 	}
-	// The record is read if it can be (often it cannot: that is why the command is here).
-	var (
-		rec *domain.Record
-		rev uint64
-	)
-	if r, rv, err := d.records.Get(ctx, key); err == nil {
-		rec, rev = &r, rv
-	}
-	dec := decideDeadLetter(rec, cmd, reason, delivery{Seq: msg.Seq, StoredAt: msg.Time}, d.now().UTC())
-	switch dec.Action {
-	case actSkip:
-		return nil
-	case actRepublish:
-		return d.republish(ctx, key, *rec, rev)
-	}
-	dec.Event.Revision = rev
-	d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
-	return d.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", dec.Event)
+	// The record is read if it can be (often it cannot: that is why the command is here); one
+	// that cannot be read is not fenced, or a bucket out of reach would hold the dead letter
+	// for ever.
+	return d.refuse(ctx, key, msg, cmd, true, func(rec *domain.Record) decision {
+		return decideDeadLetter(rec, cmd, reason, d.delivered(msg), d.now().UTC())
+	})
 }
 
-// republish publishes again the outcome of the command that wrote rec at revision rev: the very
-// same event under the same id, so the events stream keeps one copy.
-func (d *Applier) republish(ctx context.Context, key string, rec domain.Record, rev uint64) error {
-	ev := *rec.LastEvent
+// delivered is what a refusal's decision knows of a delivery.
+func (d *Applier) delivered(msg function.Message) delivery {
+	return delivery{Seq: msg.Seq, StoredAt: msg.Time, Redelivered: msg.Delivered > 1}
+}
+
+// refuse reads the record, decides on it and carries the decision out, deciding again when a
+// fence finds the record moved on. A key that is not valid has no record to read; with
+// unreadable, neither has a record that cannot be read for any reason. Otherwise a read error
+// is retried: a refusal on a redelivery is not published before its fence is written.
+func (d *Applier) refuse(ctx context.Context, key string, msg function.Message, cmd domain.Command, unreadable bool, decideOn func(*domain.Record) decision) error {
+	log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq)
+	for range maxConflicts {
+		var cur *store.Versioned
+		if key != "" {
+			r, rv, err := d.records.Get(ctx, key)
+			switch {
+			case err == nil:
+				cur = &store.Versioned{Record: r, Rev: rv}
+			case errors.Is(err, store.ErrInvalidKey), unreadable:
+			default:
+				return readError(err)
+			}
+		}
+		var rec *domain.Record
+		var rev uint64
+		if cur != nil {
+			rec, rev = &cur.Record, cur.Rev
+		}
+		dec := decideOn(rec)
+		switch dec.Action {
+		case actSkip:
+			log.Info("command handled before; nothing to do", "why", dec.Why)
+			return nil
+		case actRepublish:
+			return d.republish(ctx, key, dec.Event, rev)
+		case actFence:
+			done, err := d.fence(ctx, key, *cur, dec, log.With("action", dec.Action.String()))
+			if done || err != nil {
+				return err
+			}
+			continue
+		}
+		dec.Event.Revision = rev
+		return d.refused(ctx, key, dec.Event)
+	}
+	return fmt.Errorf("record of %s kept changing: %w", key, store.ErrConflict)
+}
+
+// republish publishes again the outcome of a command handled before (applied, or refused
+// behind a fence) with the revision rev of the record that holds it: the very same event
+// under the same id, so the events stream keeps one copy.
+func (d *Applier) republish(ctx context.Context, key string, ev domain.Event, rev uint64) error {
 	ev.Revision = rev
-	return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
+	return d.publish(ctx, key, outcomeMsgID(ev), ev)
+}
+
+// outcomeMsgID is the de-duplication id an outcome is published under: a dead letter's differs
+// from the others' (see refused).
+func outcomeMsgID(ev domain.Event) string {
+	id := domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq)
+	if ev.Outcome == domain.OutcomeDeadLettered {
+		id += ":dlq"
+	}
+	return id
 }
 
 // readError classifies a failed record read: a record that does not decode will not decode on

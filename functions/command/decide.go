@@ -22,12 +22,16 @@ const (
 	actSkip
 	// actDeadLetter publishes decision.Event, the dead_lettered outcome, and writes nothing.
 	actDeadLetter
+	// actFence writes decision.Next, the record with the refusal's fence (domain.Fence), and
+	// then publishes decision.Event, the refusal (rejected or dead_lettered): a refusal decided
+	// on a redelivery, when another replica may still hold the command.
+	actFence
 	// actReread decides again on a fresh read: the remembered record would not apply the command,
 	// and only an applied outcome may be decided on a remembered record (its write checks it).
 	actReread
 )
 
-var actionNames = [...]string{actApply: "apply", actReject: "reject", actDuplicate: "duplicate", actRepublish: "republish", actSkip: "skip", actReread: "reread", actDeadLetter: "dead-letter"}
+var actionNames = [...]string{actApply: "apply", actReject: "reject", actDuplicate: "duplicate", actRepublish: "republish", actSkip: "skip", actReread: "reread", actDeadLetter: "dead-letter", actFence: "fence"}
 
 func (a action) String() string { return actionNames[a] }
 
@@ -37,6 +41,9 @@ type delivery struct {
 	StoredAt time.Time // when the stream stored it: the command's time for every time-based rule
 	// Remembered: the record is this replica's copy of its own last write, not a fresh read.
 	Remembered bool
+	// Redelivered: not the first delivery, so a replica that had the command before (cut off,
+	// its ack wait run out) may still be committing it; a refusal is then fenced.
+	Redelivered bool
 	// Policy is the customer's policy in force for the entity when the command was stored
 	// (nil: none, or the task is one no policy refuses); see policyInForce.
 	Policy *policy.Policy
@@ -79,17 +86,30 @@ func decide(rec domain.Record, cmd domain.Command, d delivery, rules settings, a
 	if dec.Action == actReject || dec.Action == actDuplicate {
 		dec.Event.Campaign = rec.Campaign // the record's campaign, unchanged
 	}
+	return fenced(rec, dec, d)
+}
+
+// fenced turns a refusal decided on a redelivery into one the record carries before it is
+// published (actFence): a replica that took the command before may have decided to apply it
+// on the revision read here and be about to commit it; the fence's write makes that commit
+// fail, and the refusal is published only once the fence stands. On a first delivery no other
+// replica has had the command, and a refusal writes nothing (refusals stay cheap under a flood).
+func fenced(rec domain.Record, dec decision, d delivery) decision {
+	if !d.Redelivered || (dec.Action != actReject && dec.Action != actDeadLetter) {
+		return dec
+	}
+	dec.Next = rec.FenceRefusal(dec.Event, d.StoredAt)
+	dec.Action, dec.Why = actFence, dec.Why+"; fenced, as a redelivery"
 	return dec
 }
 
 func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings, at time.Time) decision {
+	// The write happened, the event may not have: the very same event again, under the same
+	// id, so the events stream keeps one copy.
+	if dec, ok := handledAlready(rec, cmd, d); ok {
+		return dec
+	}
 	switch {
-	case appliedLast(rec, cmd.ID, d.Seq):
-		// The write happened, the event may not have: the very same event again, under the
-		// same id, so the events stream keeps one copy.
-		return decision{Action: actRepublish, Event: *rec.LastEvent, Why: "already applied; its outcome again"}
-	case rec.HandledBefore(d.Seq, d.StoredAt):
-		return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}
 	case rec.Seen(cmd.ID):
 		return decision{Action: actDuplicate, Event: domain.Duplicate(cmd, rec.State, at), Why: "id applied before"}
 	}
@@ -124,6 +144,7 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
 	next.Remember(cmd.ID)
 	next.LastEvent = &ev
+	next.Fence = nil // the refusal it held is followed by this command
 	if adm.Rate > 0 {
 		next.AdmitTokens, next.AdmitAt = tokens, later(d.StoredAt, rec.AdmitAt)
 	}
@@ -143,18 +164,41 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 // signature does not hold), on its entity's record as read (nil: there is none to read, the
 // key being invalid): nothing when the record shows the command handled before (a late copy
 // from a replica that lost it), else the rejection in the record's unchanged state.
+//
+// On a redelivery the refusal is fenced (see fenced) when there is a record to fence: a replica
+// configured otherwise (signers, the resource-ID pattern, during a rolling change) may have
+// decided to apply it.
 func decideRejection(rec *domain.Record, cmd domain.Command, rej *domain.Rejection, d delivery, at time.Time) decision {
 	state := domain.StateNone
 	var ref *domain.CampaignRef
 	if rec != nil {
-		if rec.HandledBefore(d.Seq, d.StoredAt) {
-			return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}
+		if dec, ok := handledAlready(*rec, cmd, d); ok {
+			return dec
 		}
 		state, ref = rec.State, rec.Campaign
 	}
 	ev := domain.Rejected(cmd, state, rej, at)
 	ev.CommandSeq, ev.Campaign = d.Seq, ref
-	return decision{Action: actReject, Event: ev, Why: "refused at the gate"}
+	dec := decision{Action: actReject, Event: ev, Why: "refused at the gate"}
+	if rec == nil {
+		return dec
+	}
+	return fenced(*rec, dec, d)
+}
+
+// handledAlready is the decision on a command whose outcome the record already holds: its
+// outcome again when the record was written by it (applied or fenced), nothing when it was
+// handled before the command that wrote the record.
+func handledAlready(rec domain.Record, cmd domain.Command, d delivery) (decision, bool) {
+	switch {
+	case appliedLast(rec, cmd.ID, d.Seq):
+		return decision{Action: actRepublish, Event: *rec.LastEvent, Why: "applied; its outcome again"}, true
+	case rec.Fenced(cmd.ID, d.Seq):
+		return decision{Action: actRepublish, Event: rec.Fence.Event, Why: "refused before, behind a fence; its outcome again"}, true
+	case rec.HandledBefore(d.Seq, d.StoredAt):
+		return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}, true
+	}
+	return decision{}, false
 }
 
 // decideDeadLetter is the outcome of a command the runtime gave up on, for reason, on its
@@ -163,20 +207,23 @@ func decideRejection(rec *domain.Record, cmd domain.Command, rej *domain.Rejecti
 // the command applied and only its event failed (an outcome is never replaced by a wrong one),
 // nothing when it shows the command handled before (a late copy: its outcome exists), else
 // dead_lettered.
+//
+// On a redelivery, with a record to fence, the dead letter is fenced (see fenced) like a refusal.
 func decideDeadLetter(rec *domain.Record, cmd domain.Command, reason string, d delivery, at time.Time) decision {
 	var state domain.State
 	if rec != nil {
-		switch {
-		case appliedLast(*rec, cmd.ID, d.Seq):
-			return decision{Action: actRepublish, Event: *rec.LastEvent, Why: "applied; only its outcome failed"}
-		case rec.HandledBefore(d.Seq, d.StoredAt):
-			return decision{Action: actSkip, Why: "stored before the command the record holds: handled already"}
+		if dec, ok := handledAlready(*rec, cmd, d); ok {
+			return dec
 		}
 		state = rec.State
 	}
 	ev := domain.DeadLettered(cmd, state, reason, at)
 	ev.CommandSeq = d.Seq
-	return decision{Action: actDeadLetter, Event: ev, Why: "given up"}
+	dec := decision{Action: actDeadLetter, Event: ev, Why: "given up"}
+	if rec == nil {
+		return dec
+	}
+	return fenced(*rec, dec, d)
 }
 
 // signedOnce refuses a signed command that is too old or too far ahead of the stream's clock

@@ -155,15 +155,10 @@ func TestDecide(t *testing.T) {
 			if !tc.unread {
 				rec = &tc.rec
 			}
-			var dec decision
-			switch {
-			case tc.gate != nil:
-				dec = decideRejection(rec, tc.cmd, tc.gate, tc.d, at)
-			case tc.gaveUp != "":
-				dec = decideDeadLetter(rec, tc.cmd, tc.gaveUp, tc.d, at)
-			default:
-				dec = decide(tc.rec, tc.cmd, tc.d, tc.rules, at)
+			if rec == nil && tc.gate == nil && tc.gaveUp == "" {
+				rec = &tc.rec
 			}
+			dec := decideAny(rec, tc.cmd, tc.d, tc.rules, tc.gate, tc.gaveUp, at)
 			if dec.Action != tc.want {
 				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
 			}
@@ -378,4 +373,120 @@ func BenchmarkDecide_SignedMemory(b *testing.B) {
 			b.ReportMetric(float64(len(raw)), "record-bytes")
 		})
 	}
+}
+
+// TestDecide_RefusalOnRedeliveryIsFenced: a refusal decided on a redelivery is written into
+// the record before it is published (actFence), so that a replica that held the command before
+// and decided to apply it on the same revision cannot commit it late; the record then answers
+// every later delivery of the command with that refusal. On a first delivery a refusal writes
+// nothing.
+func TestDecide_RefusalOnRedeliveryIsFenced(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const id = "/subscriptions/s/resourceGroups/rg/providers/p/c1"
+	ev := domain.Event{CommandID: "c-10", Outcome: domain.OutcomeApplied, To: domain.StatePending, CommandSeq: 10}
+	pending := domain.Record{ResourceID: id, State: domain.StatePending, Window: &domain.Window{Start: t0.Add(48 * time.Hour), End: t0.Add(50 * time.Hour)},
+		LastCommandID: "c-10", LastCommandSeq: 10, LastCommandAt: t0, UpdatedAt: t0, StateSince: t0, LastEvent: &ev}
+	pending.Remember("c-10")
+	none := domain.Record{State: domain.StateNone} // what the store reads for a key without a value
+	succeeded := domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskUpdateSucceeded}
+	soon := domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskPending, Window: &domain.Window{Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)}}
+	first := delivery{Seq: 11, StoredAt: t0.Add(time.Second)}
+	again := first
+	again.Redelivered = true
+	notice := settings{MinNotice: 24 * time.Hour, MaxCommandAge: 15 * time.Minute}
+	garbled := &domain.Rejection{Code: domain.CodeInvalidRequestContent, Message: "not JSON"}
+
+	for _, tc := range []struct {
+		name    string
+		rec     domain.Record
+		unread  bool
+		cmd     domain.Command
+		d       delivery
+		rules   settings
+		gate    *domain.Rejection
+		gaveUp  string
+		want    action
+		outcome domain.Outcome
+		// tombstone: the fence stands in a record the entity did not have (out of the signal).
+		tombstone bool
+	}{
+		{name: "a refusal on a redelivery is fenced", rec: pending, cmd: succeeded, d: again, want: actFence, outcome: domain.OutcomeRejected},
+		{name: "a refusal on a first delivery writes nothing", rec: pending, cmd: succeeded, d: first, want: actReject, outcome: domain.OutcomeRejected},
+		{name: "a policy's refusal on a redelivery is fenced", rec: pending, cmd: soon, d: again, rules: notice, want: actFence, outcome: domain.OutcomeRejected},
+		{name: "a refusal on a redelivery of an entity without a record is fenced by a tombstone", rec: none, cmd: soon, d: again, rules: notice,
+			want: actFence, outcome: domain.OutcomeRejected, tombstone: true},
+		{name: "a refusal at the gate on a redelivery is fenced", rec: pending, cmd: succeeded, d: again, gate: garbled, want: actFence, outcome: domain.OutcomeRejected},
+		{name: "a refusal at the gate on a redelivery without a key to write is not fenced", unread: true, cmd: succeeded, d: again, gate: garbled, want: actReject, outcome: domain.OutcomeRejected},
+		{name: "a dead letter on a redelivery is fenced", rec: pending, cmd: succeeded, d: again, gaveUp: "gave up after 10 deliveries", want: actFence, outcome: domain.OutcomeDeadLettered},
+		{name: "a dead letter whose record cannot be read is not fenced", unread: true, cmd: succeeded, d: again, gaveUp: "record does not decode", want: actDeadLetter, outcome: domain.OutcomeDeadLettered},
+		{name: "a redelivered command that applies is applied", rec: pending, cmd: domain.Command{ID: "c-11", ResourceID: id, Task: domain.TaskNone}, d: again, want: actApply, outcome: domain.OutcomeApplied},
+		{name: "a duplicate on a redelivery writes nothing", rec: pending, cmd: domain.Command{ID: "c-10", ResourceID: id, Task: domain.TaskNone}, d: again, want: actDuplicate, outcome: domain.OutcomeDuplicate},
+		{name: "a remembered record that would refuse is read again, not fenced", rec: pending, cmd: succeeded,
+			d: delivery{Seq: 11, StoredAt: first.StoredAt, Redelivered: true, Remembered: true}, want: actReread},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := t0.Add(time.Hour)
+			if tc.rules.MaxCommandAge == 0 {
+				tc.rules.MaxCommandAge = 15 * time.Minute
+			}
+			var rec *domain.Record
+			if !tc.unread {
+				rec = &tc.rec
+			}
+			dec := decideAny(rec, tc.cmd, tc.d, tc.rules, tc.gate, tc.gaveUp, at)
+			if dec.Action != tc.want {
+				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
+			}
+			if tc.want != actReread && (dec.Event.Outcome != tc.outcome || dec.Event.CommandSeq != tc.d.Seq || dec.Event.CommandID != tc.cmd.ID) {
+				t.Fatalf("event %+v, want %s of %s at seq %d", dec.Event, tc.outcome, tc.cmd.ID, tc.d.Seq)
+			}
+			if dec.Action != actFence {
+				if dec.Action != actApply && dec.Next.Fence != nil {
+					t.Fatalf("a decision that writes no fence carries one: %+v", dec.Next.Fence)
+				}
+				return
+			}
+			fence := dec.Next
+			if fence.Fence == nil || fence.Fence.Event != dec.Event || !fence.Fence.StoredAt.Equal(tc.d.StoredAt) || !fence.Follows(tc.rec) {
+				t.Fatalf("fence %+v does not hold the refusal %+v, or does not follow the record", fence.Fence, dec.Event)
+			}
+			if tc.tombstone != fence.Forgotten() || (tc.tombstone && fence.ResourceID != tc.cmd.ResourceID) {
+				t.Fatalf("fence record forgotten=%v (resource %q), want a tombstone: %v", fence.Forgotten(), fence.ResourceID, tc.tombstone)
+			}
+			if !tc.tombstone && (fence.State != tc.rec.State || fence.LastCommandID != tc.rec.LastCommandID || fence.Window != tc.rec.Window || !fence.UpdatedAt.Equal(tc.rec.UpdatedAt)) {
+				t.Fatalf("fence record %+v changed what the record says of the entity %+v", fence, tc.rec)
+			}
+			// Every later delivery of the command, whoever decides it and however, finds its
+			// refusal: the same outcome again, never an application.
+			for _, d := range []delivery{first, again} {
+				for _, how := range []struct {
+					gate   *domain.Rejection
+					gaveUp string
+				}{{}, {gate: garbled}, {gaveUp: "lease lost"}} {
+					got := decideAny(&fence, tc.cmd, d, settings{MaxCommandAge: 15 * time.Minute}, how.gate, how.gaveUp, at)
+					if got.Action != actRepublish || got.Event != dec.Event {
+						t.Errorf("the fenced command again (redelivered %v, gate %v, gave up %q): %s %+v, want its refusal republished", d.Redelivered, how.gate != nil, how.gaveUp, got.Action, got.Event)
+					}
+				}
+			}
+			if got := decide(fence, domain.Command{ID: "c-9", ResourceID: id, Task: domain.TaskNone}, delivery{Seq: 9, StoredAt: t0, Redelivered: true}, tc.rules, at); got.Action != actSkip {
+				t.Errorf("a command stored before the fenced one: %s, want skip", got.Action)
+			}
+			next := decide(fence, domain.Command{ID: "c-12", ResourceID: id, Task: domain.TaskNone, Force: true}, delivery{Seq: 12, StoredAt: first.StoredAt.Add(time.Second)}, settings{MaxCommandAge: 15 * time.Minute}, at)
+			if next.Action != actApply || next.Next.Fence != nil || next.Next.Forgotten() || !next.Next.Follows(fence) {
+				t.Errorf("the next command after the fence: %s, fence %+v, forgotten %v; want applied, the fence dropped", next.Action, next.Next.Fence, next.Next.Forgotten())
+			}
+		})
+	}
+}
+
+// decideAny decides as the handler would: at the gate (gate), given up (gaveUp) or in full.
+func decideAny(rec *domain.Record, cmd domain.Command, d delivery, rules settings, gate *domain.Rejection, gaveUp string, at time.Time) decision {
+	switch {
+	case gate != nil:
+		return decideRejection(rec, cmd, gate, d, at)
+	case gaveUp != "":
+		return decideDeadLetter(rec, cmd, gaveUp, d, at)
+	}
+	return decide(*rec, cmd, d, rules, at)
 }

@@ -12,6 +12,7 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/natsconn"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -81,12 +82,19 @@ func TestHandle_ReplicaCutOffDoesNotApplyWhatItHeld(t *testing.T) {
 // startReplicaVia runs one replica connected to NATS at url (a Link) until the test ends.
 func startReplicaVia(t *testing.T, url string, wrap func(function.Handler) function.Handler) {
 	t.Helper()
+	startReplicaWith(t, url, func(*natsconn.Conn) command.Config { return command.Config{} }, wrap)
+}
+
+// startReplicaWith runs one replica connected to NATS at url, configured by cfg on its own
+// connection, until the test ends; it returns the connection.
+func startReplicaWith(t *testing.T, url string, cfg func(*natsconn.Conn) command.Config, wrap func(function.Handler) function.Handler) *natsconn.Conn {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: url, Name: "replica-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn, err := command.New(ctx, conn.JS, command.Config{})
+	fn, err := command.New(ctx, conn.JS, cfg(conn))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +108,7 @@ func startReplicaVia(t *testing.T, url string, wrap func(function.Handler) funct
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done; conn.Close() })
+	return conn
 }
 
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
@@ -155,4 +164,102 @@ func linkedEnv(t *testing.T) (*testenv.Env, *testenv.Link) {
 		t.Fatal(err)
 	}
 	return env, testenv.StartLink(t, u.Host)
+}
+
+// TestHandle_RefusalOnRedeliveryFencesAHeldCommit is the interleaving the partition suite found
+// once in 3,500 commands, made to happen: replica A decides to apply c-1 and is held with its
+// write in flight (sent, so a lost lease cannot recall it) while its link is cut; replica B,
+// configured to refuse c-1 (a minimum notice A does not have, as during a rolling change, or a
+// stale read), gets the redelivery and refuses it. Then A's write reaches the bucket. The
+// refusal's fence must make that write fail: c-1 is refused in its outcome and absent from the
+// record, and the entity's next command applies on the record as the outcomes say it is.
+func TestHandle_RefusalOnRedeliveryFencesAHeldCommit(t *testing.T) {
+	env, link := linkedEnv(t)
+	key := domain.MustKey(cluster)
+	now := time.Now().UTC()
+	far := &domain.Window{Start: now.Add(72 * time.Hour), End: now.Add(74 * time.Hour)}
+	soon := &domain.Window{Start: now.Add(time.Hour), End: now.Add(2 * time.Hour)}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	lateWrite := make(chan error, 1)
+	var once sync.Once
+	startReplicaWith(t, link.URL(), func(conn *natsconn.Conn) command.Config {
+		st, err := store.Open(context.Background(), conn.JS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return command.Config{Records: &heldWrite{Records: st, id: "c-1", held: held, release: release, done: lateWrite, once: &once}}
+	}, func(next function.Handler) function.Handler { return next })
+
+	send(t, env.JS, domain.Command{ID: "c-0", ResourceID: cluster, Task: domain.TaskPending, Window: far})
+	events(t, env.JS, key, 1)
+	send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskPending, Window: soon})
+	waitFor(t, held, "replica A to hold its write of c-1")
+
+	startReplicas(t, env, 1, command.Config{MinNotice: 24 * time.Hour})
+	link.Cut()
+	evs := events(t, env.JS, key, 2)
+	if evs[1].CommandID != "c-1" || evs[1].Outcome != domain.OutcomeRejected {
+		t.Fatalf("outcome of c-1 %+v, want rejected by the replica that took it over", evs[1])
+	}
+
+	link.Heal()
+	close(release)
+	select {
+	case err := <-lateWrite:
+		if !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("replica A's late write of c-1: %v, want a conflict with the refusal's fence", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("replica A's late write of c-1 never returned")
+	}
+	rec, _ := record(t, env, key)
+	if rec.LastCommandID != "c-0" || rec.Window == nil || !rec.Window.Start.Equal(far.Start) || rec.Seen("c-1") {
+		t.Fatalf("record %+v (window %+v), want c-0's Pending, c-1 not written", rec, rec.Window)
+	}
+
+	send(t, env.JS, domain.Command{ID: "c-2", ResourceID: cluster, Task: domain.TaskEverything})
+	evs = events(t, env.JS, key, 3)
+	want := []struct {
+		id      string
+		outcome domain.Outcome
+	}{{"c-0", domain.OutcomeApplied}, {"c-1", domain.OutcomeRejected}, {"c-2", domain.OutcomeApplied}}
+	if len(evs) != len(want) {
+		t.Fatalf("outcomes %+v, want one each of c-0, c-1, c-2", evs)
+	}
+	for i, w := range want {
+		if evs[i].CommandID != w.id || evs[i].Outcome != w.outcome {
+			t.Fatalf("outcome %d: %s %s, want %s %s", i, evs[i].CommandID, evs[i].Outcome, w.id, w.outcome)
+		}
+	}
+	if rec, _ := record(t, env, key); rec.LastCommandID != "c-2" || rec.State != domain.StatePlanned || !rec.Window.Start.Equal(far.Start) {
+		t.Fatalf("record %+v, want c-2 applied on c-0's announcement (Planned, its window)", rec)
+	}
+}
+
+// heldWrite holds the write of command id until release, as a write sent just before the
+// replica's link was cut: it then goes through whatever the replica's context says, and its
+// result is sent on done.
+type heldWrite struct {
+	command.Records
+	id            string
+	held, release chan struct{}
+	done          chan error
+	once          *sync.Once
+}
+
+func (h *heldWrite) Put(ctx context.Context, key string, prev store.Versioned, next domain.Record) (uint64, error) {
+	if next.LastCommandID != h.id {
+		return h.Records.Put(ctx, key, prev, next)
+	}
+	first := false
+	h.once.Do(func() { first = true })
+	if !first {
+		return h.Records.Put(ctx, key, prev, next)
+	}
+	close(h.held)
+	<-h.release
+	rev, err := h.Records.Put(context.WithoutCancel(ctx), key, prev, next)
+	h.done <- err
+	return rev, err
 }

@@ -71,6 +71,51 @@ type Record struct {
 	// issuedAt of the last signed command applied with it. It is read as a SignedForgotten (a
 	// signed command issued no later is refused) and dropped on the record's next write.
 	SignedUpTo map[string]time.Time `json:"signedUpTo,omitempty"`
+
+	// Fence is the refusal of the last command handled, when that command was refused on a
+	// redelivery (see Fence); the next command applied drops it.
+	Fence *Fence `json:"fence,omitempty"`
+}
+
+// Fence is the outcome of a command refused on a redelivery, written into the record before
+// it is published. Another replica may have taken the same command earlier and been cut off
+// while committing it: it decided on the revision before the fence, so its compare-and-swap
+// fails, it reads again and finds the command refused. So no command is both refused in its
+// outcome and written to the record (SPEC §13), whichever replica's write reaches the bucket.
+type Fence struct {
+	// StoredAt is when the commands stream stored the refused command (with Event.CommandSeq,
+	// where it stands in the entity's order).
+	StoredAt time.Time `json:"storedAt"`
+	// Event is the outcome (rejected or dead_lettered), published again as it is when the
+	// command comes back.
+	Event Event `json:"event"`
+}
+
+// Fenced reports whether the record holds the fence of command id stored at seq: its refusal
+// is decided, and only its outcome may still have to be published.
+func (r Record) Fenced(id string, seq uint64) bool {
+	return r.Fence != nil && r.Fence.Event.CommandSeq == seq && r.Fence.Event.CommandID == id
+}
+
+// FenceRefusal is the record that fences the refusal ev of the command stored at storedAt. An
+// entity without a record gets a tombstone (Forgotten), so that the fence does not make it
+// tracked: no reader lists, emits or notifies about it, and its next applied command starts it
+// afresh.
+func (r Record) FenceRefusal(ev Event, storedAt time.Time) Record {
+	if r.UpdatedAt.IsZero() && !r.Forgotten() {
+		r.ResourceID, r.State, r.ForgottenAt = ev.ResourceID, StateNone, storedAt
+	}
+	r.Fence = &Fence{StoredAt: storedAt, Event: ev}
+	return r
+}
+
+// handledLast is the stream sequence and stored time of the last command the record holds the
+// outcome of: its fence's when it has one (a fence always follows the last applied command).
+func (r Record) handledLast() (uint64, time.Time) {
+	if r.Fence != nil {
+		return r.Fence.Event.CommandSeq, r.Fence.StoredAt
+	}
+	return r.LastCommandSeq, r.LastCommandAt
 }
 
 // Forgotten reports whether the record is a Forget's tombstone: the entity is not tracked.
@@ -90,7 +135,9 @@ func (r Record) asNew() Record {
 // after the one that wrote r: a later stream sequence, or a later stored time (the commands
 // stream was recreated and counts from 1 again). A record never moves backwards.
 func (r Record) Follows(prev Record) bool {
-	return r.LastCommandSeq > prev.LastCommandSeq || r.LastCommandAt.After(prev.LastCommandAt)
+	seq, at := r.handledLast()
+	prevSeq, prevAt := prev.handledLast()
+	return seq > prevSeq || at.After(prevAt)
 }
 
 // ledger is the record's fields of the commands that wrote it.
@@ -100,10 +147,12 @@ func (r Record) ledger() Ledger {
 }
 
 // HandledBefore reports whether the command stored at seq and storedAt was handled before the
-// command that last wrote r: commands of an entity are handled in stream order, so one stored
-// earlier than the last applied one already has its outcome.
+// command that last wrote r (applied, or refused behind a fence): commands of an entity are
+// handled in stream order, so one stored earlier already has its outcome.
 func (r Record) HandledBefore(seq uint64, storedAt time.Time) bool {
-	return r.ledger().HandledBefore(seq, storedAt)
+	l := r.ledger()
+	l.LastCommandSeq, l.LastCommandAt = r.handledLast()
+	return l.HandledBefore(seq, storedAt)
 }
 
 // Seen reports whether the record remembers applying command id: among the last applied, or

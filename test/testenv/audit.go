@@ -269,7 +269,9 @@ func BucketWrites(t testing.TB, js jetstream.JetStream) map[string][]uint64 {
 	ReadStream(t, js, "KV_"+domain.Bucket, func(m jetstream.Msg) {
 		var r domain.Record
 		md, err := m.Metadata()
-		if err != nil || json.Unmarshal(m.Data(), &r) != nil || r.LastCommandID == "" {
+		// A fence (a refusal written on a redelivery) keeps the last applied command's id: it
+		// is no write of that command.
+		if err != nil || json.Unmarshal(m.Data(), &r) != nil || r.LastCommandID == "" || r.Fence != nil {
 			return
 		}
 		out[r.LastCommandID] = append(out[r.LastCommandID], md.Sequence.Stream)
