@@ -127,8 +127,14 @@ func (d *Applier) fence(ctx context.Context, key string, cur store.Versioned, de
 	return true, d.refused(ctx, key, dec.Event)
 }
 
-// refused publishes a refusal, rejected or dead_lettered, under its outcome's id.
+// refused publishes a refusal, rejected or dead_lettered, under its outcome's id, while this
+// replica still holds the command: one that lost it leaves the outcome to the replica that has
+// it now, whose redelivery fences it (a refusal racing that replica's decision could otherwise
+// take the outcome's id first).
 func (d *Applier) refused(ctx context.Context, key string, ev domain.Event) error {
+	if err := function.Holding(ctx); err != nil {
+		return err
+	}
 	if ev.Outcome == domain.OutcomeDeadLettered {
 		d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
 		return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq)+":dlq", ev)
