@@ -17,18 +17,7 @@ import (
 // ladder of seconds, announces a window a few seconds ahead, and follows its notices with
 // `maintctl watch` and `maintctl notices` (table and JSON).
 func TestNotices_FunctionListAndWatch(t *testing.T) {
-	s := startStack(t, stackOpts{})
-	c := newCLI(t, s)
-	c.ok("provision", "--tick", "1s", "--partitions", "2")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fnDone := make(chan error, 1)
-	var fnErr testenv.SyncBuffer
-	go func() {
-		fnDone <- run(ctx, []string{"function", "notices", "--remind", "10s", "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
-	}()
-	testenv.Eventually(t, 10*time.Second, "the notices function to start", func() bool { return strings.Contains(fnErr.String(), "function started") })
+	_, c, stop := startNotices(t, "10s")
 
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
@@ -90,9 +79,29 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 	if applied != 1 || len(noticed) < 3 || strings.Join(noticed[:3], " ") != "reminder due overdue" {
 		t.Errorf("watch showed %d applied outcomes and the notices %v, want 1 and reminder due overdue:\n%s", applied, noticed, wOut.String())
 	}
-	cancel()
-	if err := <-fnDone; err != nil {
-		t.Fatalf("function notices: %v\n%s", err, fnErr.String())
+	stop()
+}
+
+// startNotices provisions a stack on a 1 s tick and runs `maintctl function notices --remind
+// remind` on it; stop ends the function and fails the test if it failed.
+func startNotices(t *testing.T, remind string) (s *stack, c *cli, stop func()) {
+	t.Helper()
+	s = startStack(t, stackOpts{})
+	c = newCLI(t, s)
+	c.ok("provision", "--tick", "1s", "--partitions", "2")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fnDone := make(chan error, 1)
+	var fnErr testenv.SyncBuffer
+	go func() {
+		fnDone <- run(ctx, []string{"function", "notices", "--remind", remind, "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
+	}()
+	testenv.Eventually(t, 10*time.Second, "the notices function to start", func() bool { return strings.Contains(fnErr.String(), "function started") })
+	return s, c, func() {
+		cancel()
+		if err := <-fnDone; err != nil {
+			t.Fatalf("function notices: %v\n%s", err, fnErr.String())
+		}
 	}
 }
 
@@ -131,11 +140,8 @@ func TestMinNotice_RefusesShortNoticeUnlessForced(t *testing.T) {
 // revision it reports, nor its stateSince; `watch --since` replays events and notices in at
 // order.
 func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testing.T) {
-	s := startStack(t, stackOpts{})
-	c := newCLI(t, s)
-	c.ok("provision", "--tick", "1s", "--partitions", "2")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s, c, stop := startNotices(t, "60s,30s")
+	ctx := testenv.Context(t, time.Minute)
 
 	// Every revision of every record, with the time the server stored it.
 	kv, err := s.JS.KeyValue(ctx, domain.Bucket)
@@ -165,13 +171,6 @@ func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testin
 			}
 		}
 	}()
-
-	fnDone := make(chan error, 1)
-	var fnErr testenv.SyncBuffer
-	go func() {
-		fnDone <- run(ctx, []string{"function", "notices", "--remind", "60s,30s", "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
-	}()
-	testenv.Eventually(t, 10*time.Second, "the notices function to start", func() bool { return strings.Contains(fnErr.String(), "function started") })
 
 	ids := testenv.ResourceIDs("at", 24)
 	for round, start := range []string{"+20s", "+25s"} {
@@ -231,8 +230,5 @@ func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testin
 		}
 		last = at
 	}
-	cancel()
-	if err := <-fnDone; err != nil {
-		t.Errorf("notices function: %v", err)
-	}
+	stop()
 }
