@@ -22,12 +22,13 @@ func setPolicy(t *testing.T, js jetstream.JetStream, doc string) uint64 {
 }
 
 // freeze is a blackout over the day of the test windows (t0).
-const freeze = `"blackouts": [{"start": "2026-12-01", "end": "2026-12-02", "reason": "freeze"}]`
+const freeze = `"blackouts": [{"start": "2037-12-01", "end": "2037-12-02", "reason": "freeze"}]`
 
 // announcedRecord is a Pending window announced an hour ago (before any policy of the test).
 func announcedRecord(id string) domain.Record {
 	r := pendingRecord(id, sec(100), sec(160))
 	r.LastCommandAt = time.Now().Add(-time.Hour)
+	r.UpdatedAt = r.LastCommandAt // what the sweep's summary reads as the announcement
 	return r
 }
 

@@ -126,3 +126,49 @@ func TestConfig_Ladder(t *testing.T) {
 		}
 	}
 }
+
+// A record stored after the tick's time is judged, and its notice dated, as of when it was
+// stored; the notice's id stays the one a run at the tick would give it, so that a replica or
+// a redelivery judging at either time stores it once.
+func TestDecide_NoticeNeverPredatesTheRevisionItJudged(t *testing.T) {
+	tick := time.Date(2026, 12, 2, 2, 21, 22, 0, time.UTC)
+	since := tick.Add(33 * time.Millisecond) // stateSince .033 of the defect
+	ladder := []time.Duration{60 * time.Second, 30 * time.Second}
+	pending := func(since time.Time, start time.Time) domain.Record {
+		return domain.Record{ResourceID: "/c1", State: domain.StatePending, StateSince: since, UpdatedAt: since,
+			Window: &domain.Window{Start: start, End: start.Add(30 * time.Second)}}
+	}
+	tests := []struct {
+		name     string
+		rec      domain.Record
+		stored   time.Time
+		wantAt   time.Time
+		wantKind domain.NoticeKind
+	}{
+		{"stored long before the tick: at the tick", pending(tick.Add(-time.Hour), tick.Add(20*time.Second)), tick.Add(-time.Hour), tick, domain.NoticeReminder},
+		{"stored after the tick: at its stored time", pending(since, tick.Add(20*time.Second)), since.Add(2 * time.Millisecond), since.Add(2 * time.Millisecond), domain.NoticeReminder},
+		{"stored at the tick's time: at the tick", pending(tick.Add(-time.Second), tick.Add(20*time.Second)), tick, tick, domain.NoticeReminder},
+		{"writer's clock ahead of the server's: at stateSince", pending(since, tick.Add(20*time.Second)), tick.Add(-time.Millisecond), since, domain.NoticeReminder},
+		{"no stored time (a record from elsewhere): at the tick", pending(tick.Add(-time.Hour), tick.Add(20*time.Second)), time.Time{}, tick, domain.NoticeReminder},
+		{"window starts between the tick and the stored time: due as of the stored time", pending(since, tick.Add(10*time.Millisecond)), since, since, domain.NoticeDue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := notices.JudgedAt(tick, tt.stored, tt.rec)
+			if !at.Equal(tt.wantAt) {
+				t.Fatalf("judged at %s, want %s", at.Format(time.RFC3339Nano), tt.wantAt.Format(time.RFC3339Nano))
+			}
+			n, ok := notices.Decide("c1", tt.rec, at, ladder, time.Hour, nil)
+			if !ok || n.Kind != tt.wantKind {
+				t.Fatalf("decided %+v (%v), want %s", n, ok, tt.wantKind)
+			}
+			if n.At.Before(tt.stored) || n.At.Before(n.StateSince) || n.At.Before(tick) {
+				t.Errorf("notice at %s, before the tick %s, the revision's stored time %s or its stateSince %s",
+					n.At.Format(time.RFC3339Nano), tick.Format(time.RFC3339Nano), tt.stored.Format(time.RFC3339Nano), n.StateSince.Format(time.RFC3339Nano))
+			}
+			if atTick, ok := notices.Decide("c1", tt.rec, tick, ladder, time.Hour, nil); ok && atTick.Kind == n.Kind && atTick.NoticeID != n.NoticeID {
+				t.Errorf("notice id %s judged at the stored time, %s at the tick: not one notice", n.NoticeID, atTick.NoticeID)
+			}
+		})
+	}
+}

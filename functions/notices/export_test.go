@@ -23,6 +23,7 @@ var (
 	Decide       = decide
 	WindowSeries = windowSeries
 	UpdateSeries = updateSeries
+	JudgedAt     = judgedAt
 )
 
 // RunOnce is one run of the whole bucket (one shard of one), as a tick makes it.

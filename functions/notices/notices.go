@@ -278,8 +278,9 @@ func (r *noticesRun) entry(e store.Entry, derr error) error {
 		id, _ = domain.DecodeKey(e.Key)
 		e.Record.ResourceID = id
 	}
-	nt, hasLife := stage(e.Key, e.Record, r.now, r.n.cfg.Remind, r.n.cfg.StuckAfter)
-	c, hasConflict := conflictOf(r.n.policies, e.Key, e.Record, r.now)
+	now := judgedAt(r.now, e.Stored, e.Record)
+	nt, hasLife := stage(e.Key, e.Record, now, r.n.cfg.Remind, r.n.cfg.StuckAfter)
+	c, hasConflict := conflictOf(r.n.policies, e.Key, e.Record, now)
 	if !hasLife && !hasConflict {
 		return nil
 	}
@@ -290,7 +291,7 @@ func (r *noticesRun) entry(e store.Entry, derr error) error {
 	r.mu.Lock()
 	r.res.Due++
 	r.mu.Unlock()
-	en := entry{key: e.Key, rec: e.Record, at: place{ord: r.ord, rev: e.Revision}, conflict: c, hasConflict: hasConflict}
+	en := entry{key: e.Key, rec: e.Record, now: now, at: place{ord: r.ord, rev: e.Revision}, conflict: c, hasConflict: hasConflict}
 	select {
 	case r.work <- en:
 		return nil
@@ -308,7 +309,7 @@ func (r *noticesRun) deliverAll() {
 			r.undone(e.at)
 			continue
 		}
-		m, reads, published, err := r.n.deliver(r.ctx, e, r.now)
+		m, reads, published, err := r.n.deliver(r.ctx, e, e.now)
 		r.mu.Lock()
 		r.res.Read += reads
 		r.res.Published += published
@@ -346,6 +347,9 @@ func (r *noticesRun) undone(p place) {
 type entry struct {
 	key string
 	rec domain.Record
+	// now is when the record is judged (judgedAt): the run's time, or later for a record
+	// stored after it.
+	now time.Time
 	at  place
 	// conflict is the entity's conflict notice, when hasConflict.
 	conflict    domain.Notice

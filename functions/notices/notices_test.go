@@ -16,7 +16,10 @@ import (
 // does), against a real server; TestNotices_OnTheScheduleTick runs the function on real ticks.
 // The ladder is 60 s and 30 s; windows start at t0+100 s and end at t0+160 s.
 
-var t0 = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+// t0 is later than any record the tests store: a run judges a record as of when it was stored
+// when that is later than the run's time (a record written after the tick), and these steps
+// are runs after the writes.
+var t0 = time.Date(2037, 12, 1, 8, 0, 0, 0, time.UTC)
 
 func sec(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
@@ -408,4 +411,50 @@ func TestNotices_ShardsPublishTheirOwnEntities(t *testing.T) {
 		t.Errorf("the shards published %d notices for %d entities due", total, entities)
 	}
 	checkOnce(t, env.JS)
+}
+
+// TestNotices_DatedNoEarlierThanTheRevisionTheyJudge: runs whose tick time comes before records
+// written while they run (commands arriving between the tick and the sweep's read) date each
+// notice no earlier than the stored time of the record it reports, nor its stateSince, with the
+// ids a run at the tick would give them: each notice once.
+func TestNotices_DatedNoEarlierThanTheRevisionTheyJudge(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.WithTick(time.Second))
+	clk := &clock{}
+	n := newNotifier(t, env.JS, clk)
+	const rounds, perRound = 4, 6
+	for r := range rounds {
+		clk.Set(time.Now().UTC()) // the tick, before this round's commands are stored
+		written := make(chan struct{})
+		go func() {
+			defer close(written)
+			for i := range perRound {
+				now := time.Now().UTC()
+				put(t, env.JS, domain.Record{ResourceID: clusterID(r*perRound + i), State: domain.StatePending, StateSince: now,
+					Window: &domain.Window{Start: now.Add(20 * time.Second), End: now.Add(50 * time.Second)}})
+			}
+		}()
+		run(t, n) // while the commands arrive
+		<-written
+		run(t, n) // after them, still at the tick
+	}
+	checkOnce(t, env.JS)
+	kv, err := env.JS.KeyValue(testenv.Context(t, 5*time.Second), domain.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := storedNotices(t, env.JS)
+	if len(all) != rounds*perRound {
+		t.Fatalf("%d notices, want one reminder for each of the %d entities", len(all), rounds*perRound)
+	}
+	for _, nt := range all {
+		e, err := kv.Get(testenv.Context(t, 5*time.Second), domain.MustKey(nt.ResourceID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nt.At.Before(e.Created()) || nt.At.Before(nt.StateSince) {
+			t.Errorf("notice %s at %s, before its record was stored (%s) or its stateSince (%s)", nt.NoticeID,
+				nt.At.Format(time.RFC3339Nano), e.Created().Format(time.RFC3339Nano), nt.StateSince.Format(time.RFC3339Nano))
+		}
+	}
 }

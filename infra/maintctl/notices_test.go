@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
@@ -14,18 +17,7 @@ import (
 // ladder of seconds, announces a window a few seconds ahead, and follows its notices with
 // `maintctl watch` and `maintctl notices` (table and JSON).
 func TestNotices_FunctionListAndWatch(t *testing.T) {
-	s := startStack(t, stackOpts{})
-	c := newCLI(t, s)
-	c.ok("provision", "--tick", "1s", "--partitions", "2")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fnDone := make(chan error, 1)
-	var fnErr testenv.SyncBuffer
-	go func() {
-		fnDone <- run(ctx, []string{"function", "notices", "--remind", "10s", "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
-	}()
-	testenv.Eventually(t, 10*time.Second, "the notices function to start", func() bool { return strings.Contains(fnErr.String(), "function started") })
+	_, c, stop := startNotices(t, "10s")
 
 	wctx, wcancel := context.WithCancel(context.Background())
 	defer wcancel()
@@ -87,9 +79,29 @@ func TestNotices_FunctionListAndWatch(t *testing.T) {
 	if applied != 1 || len(noticed) < 3 || strings.Join(noticed[:3], " ") != "reminder due overdue" {
 		t.Errorf("watch showed %d applied outcomes and the notices %v, want 1 and reminder due overdue:\n%s", applied, noticed, wOut.String())
 	}
-	cancel()
-	if err := <-fnDone; err != nil {
-		t.Fatalf("function notices: %v\n%s", err, fnErr.String())
+	stop()
+}
+
+// startNotices provisions a stack on a 1 s tick and runs `maintctl function notices --remind
+// remind` on it; stop ends the function and fails the test if it failed.
+func startNotices(t *testing.T, remind string) (s *stack, c *cli, stop func()) {
+	t.Helper()
+	s = startStack(t, stackOpts{})
+	c = newCLI(t, s)
+	c.ok("provision", "--tick", "1s", "--partitions", "2")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fnDone := make(chan error, 1)
+	var fnErr testenv.SyncBuffer
+	go func() {
+		fnDone <- run(ctx, []string{"function", "notices", "--remind", remind, "--stuck-after", "1h"}, c.getenv, &testenv.SyncBuffer{}, &fnErr)
+	}()
+	testenv.Eventually(t, 10*time.Second, "the notices function to start", func() bool { return strings.Contains(fnErr.String(), "function started") })
+	return s, c, func() {
+		cancel()
+		if err := <-fnDone; err != nil {
+			t.Fatalf("function notices: %v\n%s", err, fnErr.String())
+		}
 	}
 }
 
@@ -119,4 +131,104 @@ func TestMinNotice_RefusesShortNoticeUnlessForced(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder runs the notices function
+// on a 1 s tick while Pending commands keep arriving (each announcing a window whose 30 s
+// reminder is due at once, then another window for some), so that runs read records written
+// after their tick. Every notice is dated no earlier than the stored time of the record
+// revision it reports, nor its stateSince; `watch --since` replays events and notices in at
+// order.
+func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testing.T) {
+	s, c, stop := startNotices(t, "60s,30s")
+	ctx := testenv.Context(t, time.Minute)
+
+	// Every revision of every record, with the time the server stored it.
+	kv, err := s.JS.KeyValue(ctx, domain.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	type revision struct {
+		rec    domain.Record
+		stored time.Time
+	}
+	var mu sync.Mutex
+	revs := map[string][]revision{}
+	go func() {
+		for e := range w.Updates() {
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if rec, err := domain.DecodeRecord(e.Value()); err == nil {
+				mu.Lock()
+				revs[rec.ResourceID] = append(revs[rec.ResourceID], revision{rec, e.Created()})
+				mu.Unlock()
+			}
+		}
+	}()
+
+	ids := testenv.ResourceIDs("at", 24)
+	for round, start := range []string{"+20s", "+25s"} {
+		for i, id := range ids {
+			if round == 1 && i%2 == 0 {
+				continue // half the entities get a second window: a new series of notices
+			}
+			c.ok("pending", "--reason", "PUCM", "--window-start", start, "--window-end", "+50s", id)
+		}
+	}
+	// Each entity's last window gets its reminder.
+	testenv.Eventually(t, 30*time.Second, "a reminder of every entity's last window", func() bool {
+		st, err := s.JS.Stream(ctx, domain.NoticesStream)
+		return err == nil && st.CachedInfo().State.Msgs >= uint64(len(ids)+len(ids)/2)
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	ns := decodeJSON[[]domain.Notice](t, c.ok("notices", "-o", "json"))
+	for _, n := range ns {
+		if n.At.Before(n.StateSince) {
+			t.Errorf("notice %s at %s, before the stateSince %s it reports", n.NoticeID, n.At.Format(time.RFC3339Nano), n.StateSince.Format(time.RFC3339Nano))
+		}
+		// The revision it judged is the first one that reads as the notice says, or a later one.
+		var first *revision
+		for i, r := range revs[n.ResourceID] {
+			if r.rec.State == n.State && r.rec.StateSince.Equal(n.StateSince) && r.rec.Window != nil && n.Window != nil &&
+				r.rec.Window.Start.Equal(n.Window.Start) && r.rec.Window.End.Equal(n.Window.End) {
+				first = &revs[n.ResourceID][i]
+				break
+			}
+		}
+		switch {
+		case first == nil:
+			t.Errorf("notice %s: no stored revision reads as it says", n.NoticeID)
+		case n.At.Before(first.stored):
+			t.Errorf("notice %s at %s, before its record revision was stored (%s)", n.NoticeID, n.At.Format(time.RFC3339Nano), first.stored.Format(time.RFC3339Nano))
+		}
+	}
+
+	var last time.Time
+	lines := strings.Split(strings.TrimSpace(c.ok("watch", "--since", "10m", "--no-follow", "-o", "json")), "\n")
+	if len(lines) < len(ns)+len(ids) {
+		t.Fatalf("watch --since printed %d lines, want the %d notices and the outcomes", len(lines), len(ns))
+	}
+	for i, line := range lines {
+		l := decodeJSON[struct {
+			Notice *domain.Notice `json:"notice"`
+			At     time.Time      `json:"at"`
+		}](t, line)
+		at := l.At
+		if l.Notice != nil {
+			at = l.Notice.At
+		}
+		if at.Before(last) {
+			t.Errorf("watch --since line %d at %s, back in time from %s: %s", i+1, at.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), line)
+		}
+		last = at
+	}
+	stop()
 }

@@ -530,7 +530,7 @@ func (a *app) watchCommand() *cobra.Command {
 (Ctrl-C): of every entity, or of the one RESOURCE-ID. A notice's line starts with "notice".
 With -o json, one JSON document per line; a notice is {"notice": {...}}. --since first
 replays what was stored since then (a duration ago, a date or a time), events and notices
-merged in the order the server stored them, then follows live from there without a gap or a
+merged in the order of their "at", then follows live from there without a gap or a
 repeat; --no-follow prints that replay and exits (by default the replay of the last ` + noFollowSince + `).`,
 		Example:           "  maintctl watch\n  maintctl watch " + exampleID + "\n  maintctl watch --since 1h -o json | jq .outcome\n  maintctl watch --since 1d --no-follow > timeline.txt",
 		Args:              cobra.MaximumNArgs(1),
@@ -584,7 +584,7 @@ repeat; --no-follow prints that replay and exits (by default the replay of the l
 			}
 		},
 	}
-	ui.TimeVar(c.Flags(), &since, "since", "", ui.Ago, nil, "first replay what was stored since this time, in the order it was stored: a duration ago (1h, 7d), a date or an RFC 3339 time")
+	ui.TimeVar(c.Flags(), &since, "since", "", ui.Ago, nil, "first replay what was stored since this time, in the order of its at: a duration ago (1h, 7d), a date or an RFC 3339 time")
 	c.Flags().BoolVar(&noFollow, "no-follow", false, "print the replay of --since (default "+noFollowSince+") and exit")
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,12 +32,16 @@ type TimelineOptions struct {
 }
 
 // Timeline is the outcome events and notices of the fleet (or of one entity) as one stream:
-// the replay of what was stored since a time, events and notices merged in the order the
-// server stored them, then what is stored from then on, live. The replay is what the two
-// streams held when the timeline was made; everything stored after comes live, once: each
-// stream is read by one ordered consumer from the replay into the live part, so the seam has no
-// gap and no repeat, and every replayed entry is older than every live one. Live entries come
-// as they arrive, each stream in its order.
+// the replay of what was stored since a time, events and notices merged in the order of their
+// at (ties in the order the server stored them), then what is stored from then on, live. The
+// replay is what the two streams held when the timeline was made; everything stored after comes
+// live, once: each stream is read by one ordered consumer from the replay into the live part,
+// so the seam has no gap and no repeat, and every replayed entry was stored before every live
+// one. Live entries come as they arrive, each stream in its order.
+//
+// Neither stream is stored exactly in at order (a notice is dated by the record it judged,
+// an event by the function that decided it), so the replay is read whole and sorted before
+// its first entry is returned: it is held in memory.
 //
 // Next is for one goroutine at a time.
 type Timeline struct {
@@ -47,6 +52,9 @@ type Timeline struct {
 	live      chan liveMsg
 	stopped   context.Context
 	stop      context.CancelFunc
+	// replay is what is left of the replay, in at order, once read (replayed).
+	replay   []TimelineItem
+	replayed bool
 }
 
 // cursor reads one stream of the timeline.
@@ -125,33 +133,86 @@ func decodeNoticeItem(data []byte, seq uint64) (TimelineItem, error) {
 	return TimelineItem{Notice: &StoredNotice{Notice: n, Seq: seq}}, err
 }
 
-// Next returns the next entry: the replay's, oldest first, then the live ones as they come;
+// Next returns the next entry: the replay's, in at order, then the live ones as they come;
 // io.EOF after the replay with NoFollow. It waits until ctx ends (returning ctx's error); a
 // permission violation of its reads ends it at once with a *natsconn.PermissionError. An
 // entry that does not decode is skipped with a warning.
 func (t *Timeline) Next(ctx context.Context) (TimelineItem, error) {
 	var item TimelineItem
 	err := t.c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		if !t.replayed {
+			if err := t.readReplay(ctx); err != nil {
+				return err
+			}
+		}
+		if len(t.replay) > 0 {
+			item, t.replay = t.replay[0], t.replay[1:]
+			return nil
+		}
 		for {
 			msg, c, err := t.nextMsg(ctx)
 			if err != nil {
 				return err
 			}
-			md, err := msg.Metadata()
-			if err != nil {
-				return fmt.Errorf("timeline: %w", err)
+			it, ok, err := t.decode(msg, c)
+			if err != nil || ok {
+				item = it
+				return err
 			}
-			it, err := c.decode(msg.Data(), md.Sequence.Stream)
-			if err != nil {
-				t.c.log.Warn("skipping an entry that does not decode", "subject", msg.Subject(), "seq", md.Sequence.Stream, "error", err)
-				continue
-			}
-			it.Stored = md.Timestamp
-			item = it
-			return nil
 		}
 	})
 	return item, err
+}
+
+// readReplay reads the whole replay, merged by stored time, then sorts it by at: stable, so
+// that equal times keep the order they were stored in.
+func (t *Timeline) readReplay(ctx context.Context) error {
+	for {
+		if err := t.readHeads(ctx); err != nil {
+			return err // what was read stays in t.replay: a retry goes on from there
+		}
+		c := earliest(t.cursors, func(c *cursor) *jetstream.Msg { return &c.head })
+		if c == nil {
+			break
+		}
+		it, ok, err := t.decode(take(&c.head), c)
+		if err != nil {
+			return err
+		}
+		if ok {
+			t.replay = append(t.replay, it)
+		}
+	}
+	slices.SortStableFunc(t.replay, func(a, b TimelineItem) int { return a.At().Compare(b.At()) })
+	t.replayed = true
+	return nil
+}
+
+// decode reads one message of cursor c; ok is false for one that does not decode (skipped
+// with a warning).
+func (t *Timeline) decode(msg jetstream.Msg, c *cursor) (it TimelineItem, ok bool, err error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return TimelineItem{}, false, fmt.Errorf("timeline: %w", err)
+	}
+	it, err = c.decode(msg.Data(), md.Sequence.Stream)
+	if err != nil {
+		t.c.log.Warn("skipping an entry that does not decode", "subject", msg.Subject(), "seq", md.Sequence.Stream, "error", err)
+		return TimelineItem{}, false, nil
+	}
+	it.Stored = md.Timestamp
+	return it, true, nil
+}
+
+// At is the entry's at: the event's or the notice's.
+func (it TimelineItem) At() time.Time {
+	if it.Notice != nil {
+		return it.Notice.At
+	}
+	if it.Event != nil {
+		return it.Event.At
+	}
+	return time.Time{}
 }
 
 // nextMsg is the next message in timeline order.

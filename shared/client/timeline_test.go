@@ -118,3 +118,54 @@ func itemID(it client.TimelineItem) string {
 	}
 	return it.Notice.NoticeID
 }
+
+// The replay comes in the order of the entries' at, whichever order the two streams stored
+// them in (a notice is dated by the record it judged, an event by the function that decided
+// it); entries of equal at keep their stored order.
+func TestTimeline_ReplaysInAtOrder(t *testing.T) {
+	c := setup(t, false)
+	ctx := testenv.Context(t, time.Minute)
+	res := testenv.ResourceIDs("at", 2)
+	since := time.Now().Add(-time.Second)
+	base := since.Add(-time.Hour).UTC()
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	// In stored order: the defect's tick-dated reminder (.000) stored after the event of the
+	// command it reports (.033), notices of one run dated by what each judged, a late event.
+	stored := []struct {
+		id     string
+		notice bool
+		at     time.Time
+	}{
+		{"e-pending", false, ms(33)},
+		{"n-reminder-old", true, ms(0)},
+		{"n-reminder-new", true, ms(35)},
+		{"n-due", true, ms(0)},
+		{"e-late", false, ms(20)},
+		{"e-same-as-due", false, ms(0)},
+		{"n-other", true, ms(40)},
+	}
+	for i, e := range stored {
+		if err := testenv.PublishTimelineEntry(c.JS, res[i%2], e.id, e.notice, e.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"n-reminder-old", "n-due", "e-same-as-due", "e-late", "e-pending", "n-reminder-new", "n-other"}
+	for _, follow := range []bool{false, true} {
+		tl, err := c.Timeline(ctx, client.TimelineOptions{Since: since, NoFollow: !follow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < len(want) {
+			it, err := tl.Next(ctx)
+			if err != nil {
+				t.Fatalf("follow %v, after %v: %v", follow, got, err)
+			}
+			got = append(got, itemID(it))
+		}
+		tl.Stop()
+		if !slices.Equal(got, want) {
+			t.Errorf("follow %v: replay %v, want in at order %v", follow, got, want)
+		}
+	}
+}

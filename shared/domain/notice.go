@@ -67,7 +67,9 @@ type Notice struct {
 	StateSince time.Time  `json:"stateSince"`
 	// Lead is the reminder's lead time in seconds (0 for the other kinds).
 	Lead int64 `json:"lead"`
-	// At is when the notice was decided: the time of the tick's run.
+	// At is when the notice was decided: the time of the tick's run, or the time the record
+	// revision it judged was stored when that is later (a record written during the run), so
+	// that a notice never predates what it reports.
 	At time.Time `json:"at"`
 	// Policy and Message, on a conflict notice: the revision of the policy in force and why it
 	// does not allow the window.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -107,7 +108,10 @@ type Entry struct {
 	// Hash is domain.KeyHash(Key), set by Sweep.
 	Hash     uint64
 	Revision uint64
-	Record   domain.Record
+	// Stored is when the server stored this revision (set by Scan and Sweep): what is judged
+	// of the record can be dated no earlier.
+	Stored time.Time
+	Record domain.Record
 }
 
 // ErrCorruptRecord is passed to a scan callback for a value that does not decode.
@@ -147,7 +151,7 @@ func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error) error {
 			return fmt.Errorf("scan: %w", err)
 		}
 		if op := msg.Headers().Get("KV-Operation"); op == "" {
-			e := Entry{Key: strings.TrimPrefix(msg.Subject(), kvPrefix), Revision: md.Sequence.Stream}
+			e := Entry{Key: strings.TrimPrefix(msg.Subject(), kvPrefix), Revision: md.Sequence.Stream, Stored: md.Timestamp}
 			var derr error
 			if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
 				derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)

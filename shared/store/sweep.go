@@ -39,7 +39,8 @@ const kvPrefix = "$KV." + domain.Bucket + "."
 // during the sweep is seen once, as
 // it was either when the sweep read it or after. A value that does not decode reaches fn with
 // an error wrapping ErrCorruptRecord; fn's error stops the sweep. Entry.Revision is the
-// record's stream sequence: a position to sweep from next time.
+// record's stream sequence: a position to sweep from next time; Entry.Stored, when it was
+// stored.
 //
 // On a bucket that keeps more than one revision per key, the sweep reads in Scan's order
 // (from is ignored).
@@ -159,7 +160,7 @@ func (h *readHandler) handle(msg jetstream.Msg) {
 	if !h.tail {
 		h.sw.stats.Read++
 	}
-	if err := h.sw.deliver(msg, md.Sequence.Stream, h.tail); err != nil {
+	if err := h.sw.deliver(msg, md, h.tail); err != nil {
 		h.finish(err)
 		return
 	}
@@ -195,7 +196,7 @@ func (h *readHandler) stop() {
 
 // deliver hands one message to fn, unless it is a deleted key's marker, a key of another
 // share, or (in the tail) a key already read.
-func (sw *sweep) deliver(msg jetstream.Msg, seq uint64, tail bool) error {
+func (sw *sweep) deliver(msg jetstream.Msg, md *jetstream.MsgMetadata, tail bool) error {
 	if msg.Headers().Get("KV-Operation") != "" {
 		return nil
 	}
@@ -218,7 +219,7 @@ func (sw *sweep) deliver(msg jetstream.Msg, seq uint64, tail bool) error {
 	} else {
 		sw.seen = append(sw.seen, h)
 	}
-	e := Entry{Key: key, Hash: h, Revision: seq}
+	e := Entry{Key: key, Hash: h, Revision: md.Sequence.Stream, Stored: md.Timestamp}
 	var derr error
 	if e.Record, derr = domain.DecodeRecordSummary(msg.Data()); derr != nil {
 		derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, key, derr)

@@ -23,28 +23,36 @@ func PublishTimeline(t testing.TB, js jetstream.JetStream, rng *rand.Rand, prefi
 	out := make([]string, 0, n)
 	for i := range n {
 		res := ids[rng.IntN(len(ids))]
-		key := domain.MustKey(res)
-		now := time.Now().UTC()
-		var m *nats.Msg
-		var id string
-		if rng.IntN(3) == 0 {
+		notice := rng.IntN(3) == 0
+		id := fmt.Sprintf("%s-e%d", prefix, i)
+		if notice {
 			id = fmt.Sprintf("%s-n%d", prefix, i)
-			m = nats.NewMsg(domain.NoticeSubject(key))
-			m.Data, _ = json.Marshal(domain.Notice{NoticeID: id, Kind: domain.NoticeDue, ResourceID: res, State: domain.StatePending, At: now})
-			domain.SetCloudEventHeaders(m.Header, domain.NoticeCEType(string(domain.NoticeDue)), id, res, now)
-		} else {
-			id = fmt.Sprintf("%s-e%d", prefix, i)
-			m = nats.NewMsg(domain.EventSubject(key))
-			m.Data, _ = domain.EncodeEvent(domain.Event{CommandID: id, ResourceID: res, Task: domain.TaskPending,
-				Outcome: domain.OutcomeApplied, From: domain.StatePending, To: domain.StatePending, At: now})
-			domain.SetCloudEventHeaders(m.Header, domain.CETypeApplied, id+":1", res, now)
 		}
-		m.Header.Set(domain.HeaderMsgID, id)
-		if _, err := js.PublishMsg(context.Background(), m); err != nil {
+		if err := PublishTimelineEntry(js, res, id, notice, time.Now().UTC()); err != nil {
 			t.Errorf("publish %s: %v", id, err) // not Fatal: it may run beside the test
 			return out
 		}
 		out = append(out, id)
 	}
 	return out
+}
+
+// PublishTimelineEntry stores one entry of a timeline for resource res: a due notice (notice
+// true) or an applied outcome event, with id as its noticeId or commandId and at as its at.
+func PublishTimelineEntry(js jetstream.JetStream, res, id string, notice bool, at time.Time) error {
+	key := domain.MustKey(res)
+	var m *nats.Msg
+	if notice {
+		m = nats.NewMsg(domain.NoticeSubject(key))
+		m.Data, _ = json.Marshal(domain.Notice{NoticeID: id, Kind: domain.NoticeDue, ResourceID: res, State: domain.StatePending, At: at})
+		domain.SetCloudEventHeaders(m.Header, domain.NoticeCEType(string(domain.NoticeDue)), id, res, at)
+	} else {
+		m = nats.NewMsg(domain.EventSubject(key))
+		m.Data, _ = domain.EncodeEvent(domain.Event{CommandID: id, ResourceID: res, Task: domain.TaskPending,
+			Outcome: domain.OutcomeApplied, From: domain.StatePending, To: domain.StatePending, At: at})
+		domain.SetCloudEventHeaders(m.Header, domain.CETypeApplied, id+":1", res, at)
+	}
+	m.Header.Set(domain.HeaderMsgID, id)
+	_, err := js.PublishMsg(context.Background(), m)
+	return err
 }
