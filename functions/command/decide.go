@@ -141,6 +141,7 @@ func decideOn(rec domain.Record, cmd domain.Command, d delivery, rules settings,
 	}
 	ev := domain.Applied(cmd, tr, at)
 	ev.CommandSeq, ev.Campaign, ev.Override = d.Seq, domain.EventCampaign(rec, next), verdict.Override
+	domain.Annotate(&ev, rec, d.StoredAt)
 	next.LastCommandID, next.LastCommandSeq, next.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
 	next.Remember(cmd.ID)
 	next.LastEvent = &ev

@@ -41,6 +41,14 @@ type Event struct {
 	// Override is "policy" when force let through a command that the customer's policy in
 	// force refused (urgent work).
 	Override string `json:"override,omitempty"`
+
+	// Annotations (Annotate): Category is "planned" or "unplanned" on update tasks and their
+	// outcomes; InWindow, on those when the entity had an announced window, whether the
+	// command's stored time lies inside it; ActionRequired, whether the entity entered
+	// CustomerActionNeeded.
+	Category       string `json:"category,omitempty"`
+	InWindow       Known  `json:"inWindow,omitzero"`
+	ActionRequired bool   `json:"actionRequired,omitempty"`
 }
 
 // OutcomeMsgID is the de-duplication id (Nats-Msg-Id, ce-id) of the outcome of the command
