@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
@@ -197,6 +198,38 @@ func (c *Client) Policies(ctx context.Context) ([]Policy, error) {
 	})
 	slices.SortFunc(out, func(a, b Policy) int { return strings.Compare(a.Revision.Key, b.Revision.Key) })
 	return out, err
+}
+
+// InForce reads the policies in force now, by scope key, each with the stored time of its
+// revision: what fleet.Judge needs to tell a conflict as the emitter and the notices function
+// do. A scope whose policy does not compile is kept without one (it hides the broader scopes'
+// policies from its entities, as it does in the emitter). No policies bucket: no policy.
+func (c *Client) InForce(ctx context.Context) (fleet.Policies, error) {
+	out := fleet.Policies{}
+	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		bucket, err := c.policiesBucket(ctx)
+		if err != nil {
+			return err
+		}
+		return store.ScanPolicies(ctx, bucket, func(r *store.Revision) error {
+			if r.Deleted {
+				return nil
+			}
+			pol, err := r.Policy()
+			if err != nil {
+				c.log.Warn("a stored policy does not compile; its entities show no conflict", "key", r.Key, "error", err)
+			}
+			out[r.Key] = fleet.InForce{Policy: pol, Since: r.At}
+			return nil
+		})
+	})
+	if errors.Is(err, ErrNotProvisioned) {
+		return fleet.Policies{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policies in force: %w", err)
+	}
+	return out, nil
 }
 
 func (c *Client) policiesBucket(ctx context.Context) (jetstream.Stream, error) {
