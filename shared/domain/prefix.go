@@ -33,9 +33,12 @@ func ParsePrefix(s string) (Prefix, error) {
 }
 
 // ParsePrefixLoose is ParsePrefix for a prefix typed by a person (a flag, a query parameter, a
-// subscription's filter): one trailing "/" is dropped, since "…/rg-1/" has always meant the
-// resource group rg-1.
+// subscription's filter): a missing leading "/" is added and one trailing "/" dropped, since
+// "…/rg-1/" has always meant the resource group rg-1.
 func ParsePrefixLoose(s string) (Prefix, error) {
+	if s != "" && !strings.HasPrefix(s, "/") {
+		s = "/" + s
+	}
 	if len(s) > 1 {
 		s = strings.TrimSuffix(s, "/")
 	}
