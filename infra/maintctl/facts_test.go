@@ -105,7 +105,9 @@ func TestFleetFacts_ListTheWebViewAndTheGaugesAgree(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	emitted := make(chan error, 1)
-	go func() { emitted <- emitter.Run(ctx, env.JS, tel, emitter.Config{ExportTimeout: 800 * time.Millisecond, Logger: testenv.Quiet()}) }()
+	go func() {
+		emitted <- emitter.Run(ctx, env.JS, tel, emitter.Config{ExportTimeout: 800 * time.Millisecond, Logger: testenv.Quiet()})
+	}()
 	t.Cleanup(func() { cancel(); <-emitted })
 
 	// The web view.
