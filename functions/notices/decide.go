@@ -111,7 +111,7 @@ func stage(key string, r domain.Record, now time.Time, ladder []time.Duration, s
 		n.Kind = domain.NoticeStuck
 	case r.State == domain.StatePending && r.Window != nil:
 		switch {
-		case !now.Before(r.Window.End):
+		case r.Overdue(now):
 			n.Kind = domain.NoticeOverdue
 		case !now.Before(r.Window.Start):
 			n.Kind = domain.NoticeDue

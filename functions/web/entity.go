@@ -9,13 +9,14 @@ import (
 
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/policy"
 )
 
 // EntityPage is one entity's page, and its JSON.
 type EntityPage struct {
-	Key    string     `json:"key"`
-	Record RecordView `json:"record"`
+	Key    string       `json:"key"`
+	Record fleet.Record `json:"record"`
 	// History is the latest outcome events of its commands, oldest first (at most the
 	// view's History of them, of HistoryTotal).
 	History      []domain.Event  `json:"history"`
@@ -25,27 +26,6 @@ type EntityPage struct {
 	// Policy is the policy in force (nil: none covers it).
 	Policy *PolicyView `json:"policy"`
 	At     time.Time   `json:"at"`
-}
-
-// RecordView is the record as the page shows it: the contract's fields, without what the
-// record keeps for exactly-once handling (recent ids, the last event, admission, signatures).
-type RecordView struct {
-	ResourceID     string              `json:"resourceId"`
-	State          domain.State        `json:"state"`
-	Updating       bool                `json:"updating"`
-	Task           domain.Task         `json:"task"`
-	LastError      string              `json:"lastError"`
-	Window         *domain.Window      `json:"window,omitempty"`
-	Reason         string              `json:"reason,omitempty"`
-	StateSince     time.Time           `json:"stateSince"`
-	UpdatedAt      time.Time           `json:"updatedAt"`
-	LastCommandID  string              `json:"lastCommandId"`
-	LastCommandSeq uint64              `json:"lastCommandSeq"`
-	Version        int                 `json:"version"`
-	Campaign       *domain.CampaignRef `json:"campaign,omitempty"`
-	Revision       uint64              `json:"revision"`
-	Overdue        bool                `json:"overdue"`
-	Stuck          bool                `json:"stuck"`
 }
 
 // PolicyView is the policy in force for an entity.
@@ -95,21 +75,15 @@ func (v *View) entity(ctx context.Context, key, id string) (EntityPage, bool, er
 	}
 	rec := e.Record
 	now := v.cfg.Now()
-	p := EntityPage{Key: key, At: now.UTC(), Record: recordView(rec, e.Revision, now, v.cfg.StuckAfter)}
+	in := v.fleet.inForce(key)
+	p := EntityPage{Key: key, At: now.UTC(), Record: fleet.View(key, e.Revision, rec, fleet.Judge(rec, now, v.cfg.StuckAfter, in))}
 	var wg sync.WaitGroup
 	var herr, nerr error
 	wg.Go(func() { p.History, p.HistoryTotal, herr = v.history(ctx, id) })
 	wg.Go(func() { p.Notices, p.NoticesTotal, nerr = v.notices(ctx, id) })
-	p.Policy = policyView(v.fleet.policy(key), rec.Window, now, v.cfg.Days)
+	p.Policy = policyView(in.Policy, rec.Window, now, v.cfg.Days)
 	wg.Wait()
 	return p, true, errors.Join(herr, nerr)
-}
-
-func recordView(r domain.Record, rev uint64, now time.Time, stuckAfter time.Duration) RecordView {
-	return RecordView{ResourceID: r.ResourceID, State: r.State, Updating: r.Updating, Task: r.Task,
-		LastError: r.LastError, Window: r.Window, Reason: r.Reason, StateSince: r.StateSince,
-		UpdatedAt: r.UpdatedAt, LastCommandID: r.LastCommandID, LastCommandSeq: r.LastCommandSeq,
-		Version: r.Version, Campaign: r.Campaign, Revision: rev, Overdue: r.Overdue(now), Stuck: r.Stuck(now, stuckAfter)}
 }
 
 // history is the entity's latest outcome events, oldest first, and how many there are.

@@ -25,8 +25,8 @@ type Timeline struct {
 	Most int `json:"-"`
 }
 
-// Filter is what the fleet table shows: a state and a resource-ID prefix (as given; its key
-// prefix selects).
+// Filter is what the fleet table shows: a state and a resource-ID prefix (as given; it selects
+// as domain.Prefix does).
 type Filter struct {
 	State  domain.State `json:"state,omitempty"`
 	Prefix string       `json:"prefix,omitempty"`
@@ -72,11 +72,11 @@ func (v *View) parseQuery(r *http.Request) (Query, Filter, error) {
 		q.State, f.State = st, st
 	}
 	if s := in.Get("prefix"); s != "" && s != "/" {
-		k, err := domain.Key(s)
+		p, err := domain.ParsePrefixLoose(s)
 		if err != nil {
 			return q, f, fmt.Errorf("prefix: %w", err)
 		}
-		q.Prefix, f.Prefix = k, s
+		q.Prefix, f.Prefix = p.Key, s
 	}
 	if s := in.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -16,6 +16,7 @@ import (
 type change struct {
 	key     string
 	rev     uint64
+	at      time.Time // when the bucket stored it
 	value   []byte
 	deleted bool
 }
@@ -120,7 +121,7 @@ func (f *follower) once(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("follow %s: %w", f.bucket, err)
 		}
-		c := change{key: strings.TrimPrefix(msg.Subject(), prefix), rev: md.Sequence.Stream}
+		c := change{key: strings.TrimPrefix(msg.Subject(), prefix), rev: md.Sequence.Stream, at: md.Timestamp}
 		switch msg.Headers().Get("KV-Operation") {
 		case "DEL", "PURGE":
 			c.deleted = true

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/btree"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/policy"
 )
 
@@ -15,26 +16,39 @@ import (
 // answers from memory at a million entities. It is fed by one watch of the bucket (follow) and
 // holds a compact summary per entity, in key order (a resource-ID prefix is a key range), once
 // more per state (a filtered page is a range of that state's tree), the windows by start (the
-// time line) and the counts that the top of the page shows. Times that pass (overdue, stuck)
-// are ordered sets read up to now, so nothing has to be recomputed as the clock moves.
+// time line) and the counts that the top of the page shows. Facts that time changes (overdue,
+// stuck, conflict) are ordered sets by the instant each starts or ends (domain.Record.OverdueFrom,
+// StuckFrom, policy.ConflictUntil: the one definition of each), read up to now, so nothing has
+// to be recomputed as the clock moves.
 
-// entry is the summary of one entity. Times are Unix nanoseconds (0: none).
+// entry is the summary of one entity: the record's shown fields (fleet.Record), without what
+// it keeps for exactly-once handling. Times are Unix nanoseconds (0: none).
 type entry struct {
 	key string
 	// disp gives back the resource ID as first seen from the key (see displayOf).
-	disp       string
-	campaign   string // interned
-	rev        uint64
-	since      int64
-	updated    int64
-	winStart   int64
-	winEnd     int64
-	state      uint8 // index in domain.States
-	task       uint8 // index in domain.Tasks + 1; 0: none
-	updating   bool
-	conflict   bool // Pending, with a window the policy in force does not allow
-	hasWindow  bool
-	hasLastErr bool
+	disp        string
+	campaign    string // interned
+	generation  int
+	reason      string // interned: a campaign's windows share theirs
+	lastErr     string // interned
+	lastCmdID   string
+	lastCmdSeq  uint64
+	rev         uint64
+	since       int64
+	updated     int64
+	lastCmdAt   int64
+	winStart    int64
+	winEnd      int64
+	overdueFrom int64 // domain.Record.OverdueFrom (0: never)
+	stuckFrom   int64 // domain.Record.StuckFrom (0: never)
+	// conflictUntil is the end of the entity's conflict with the policy in force
+	// (policy.ConflictUntil; 0: none).
+	conflictUntil int64
+	version       int32
+	state         uint8 // index in domain.States
+	task          uint8 // index in domain.Tasks + 1; 0: none
+	updating      bool
+	hasWindow     bool
 }
 
 // timed orders entries by a time, then by key.
@@ -63,19 +77,19 @@ type index struct {
 	mu         sync.RWMutex
 	all        *btree.BTreeG[*entry]
 	byState    []*btree.BTreeG[*entry] // by index in domain.States
-	pendingEnd *btree.BTreeG[timed]    // Pending with a window, by the window's end: overdue
-	updatingAt *btree.BTreeG[timed]    // updating, by updatedAt: stuck
+	overdueAt  *btree.BTreeG[timed]    // by overdueFrom: overdue from then on
+	stuckAt    *btree.BTreeG[timed]    // by stuckFrom: stuck from then on
+	conflictTo *btree.BTreeG[timed]    // by conflictUntil: in conflict until then
 	byStart    *btree.BTreeG[timed]    // every window, by its start: the time line
 	startsHour map[int64]int           // window starts per Unix hour
-	conflicts  int
 	updating   int
-	policies   map[string]*policy.Policy // by scope key
+	policies   fleet.Policies
 	intern     map[string]string
 	stuckAfter time.Duration
 }
 
 func newIndex(stuckAfter time.Duration) *index {
-	x := &index{stuckAfter: stuckAfter, policies: map[string]*policy.Policy{}}
+	x := &index{stuckAfter: stuckAfter, policies: fleet.Policies{}}
 	x.clear()
 	return x
 }
@@ -87,11 +101,12 @@ func (x *index) clear() {
 	for i := range x.byState {
 		x.byState[i] = tree(lessEntry)
 	}
-	x.pendingEnd = tree(lessTimed)
-	x.updatingAt = tree(lessTimed)
+	x.overdueAt = tree(lessTimed)
+	x.stuckAt = tree(lessTimed)
+	x.conflictTo = tree(lessTimed)
 	x.byStart = tree(lessTimed)
 	x.startsHour = map[int64]int{}
-	x.conflicts, x.updating = 0, 0
+	x.updating = 0
 	x.intern = map[string]string{}
 }
 
@@ -130,19 +145,44 @@ func (x *index) remove(key string) {
 
 func (x *index) summarize(key string, rev uint64, r domain.Record) entry {
 	e := entry{key: key, disp: displayOf(key, r.ResourceID), rev: rev, since: nanos(r.StateSince),
-		updated: nanos(r.UpdatedAt), state: stateIndex(r.State), task: taskIndex(r.Task),
-		updating: r.Updating, hasLastErr: r.LastError != ""}
+		updated: nanos(r.UpdatedAt), lastCmdAt: nanos(r.LastCommandAt), state: stateIndex(r.State), task: taskIndex(r.Task),
+		updating: r.Updating, lastErr: x.interned(r.LastError), reason: x.interned(r.Reason),
+		lastCmdID: r.LastCommandID, lastCmdSeq: r.LastCommandSeq, version: int32(r.Version)}
 	if r.Window != nil {
 		e.hasWindow, e.winStart, e.winEnd = true, r.Window.Start.UnixNano(), r.Window.End.UnixNano()
 	}
 	if r.Campaign != nil {
-		e.campaign = x.interned(r.Campaign.ID)
+		e.campaign, e.generation = x.interned(r.Campaign.ID), r.Campaign.Generation
 	}
-	e.conflict = x.conflicting(&e)
+	if t, ok := r.OverdueFrom(); ok {
+		e.overdueFrom = t.UnixNano()
+	}
+	if t, ok := r.StuckFrom(x.stuckAfter); ok {
+		e.stuckFrom = t.UnixNano()
+	}
+	e.conflictUntil = x.conflictUntil(&e)
 	return e
 }
 
+// record gives back the record the entry summarises (its shown fields).
+func (e *entry) record() domain.Record {
+	r := domain.Record{ResourceID: e.resourceID(), State: domain.States[e.state], Updating: e.updating,
+		Task: e.taskName(), LastError: e.lastErr, Reason: e.reason, StateSince: timeOf(e.since),
+		UpdatedAt: timeOf(e.updated), LastCommandID: e.lastCmdID, LastCommandSeq: e.lastCmdSeq,
+		LastCommandAt: timeOf(e.lastCmdAt), Version: int(e.version)}
+	if e.hasWindow {
+		r.Window = &domain.Window{Start: timeOf(e.winStart), End: timeOf(e.winEnd)}
+	}
+	if e.campaign != "" {
+		r.Campaign = &domain.CampaignRef{ID: e.campaign, Generation: e.generation}
+	}
+	return r
+}
+
 func (x *index) interned(s string) string {
+	if s == "" {
+		return ""
+	}
 	if v, ok := x.intern[s]; ok {
 		return v
 	}
@@ -153,31 +193,35 @@ func (x *index) interned(s string) string {
 // link adds e to the secondary orders and counts.
 func (x *index) link(e *entry) {
 	x.byState[e.state].Set(e)
-	if e.state == statePending && e.hasWindow {
-		x.pendingEnd.Set(timed{e.winEnd, e})
+	if e.overdueFrom != 0 {
+		x.overdueAt.Set(timed{e.overdueFrom, e})
 	}
 	if e.updating {
 		x.updating++
-		x.updatingAt.Set(timed{e.updated, e})
+	}
+	if e.stuckFrom != 0 {
+		x.stuckAt.Set(timed{e.stuckFrom, e})
 	}
 	if e.hasWindow {
 		x.byStart.Set(timed{e.winStart, e})
 		x.startsHour[hourOf(e.winStart)]++
 	}
-	if e.conflict {
-		x.conflicts++
+	if e.conflictUntil != 0 {
+		x.conflictTo.Set(timed{e.conflictUntil, e})
 	}
 }
 
 // unlink removes e from the secondary orders and counts.
 func (x *index) unlink(e *entry) {
 	x.byState[e.state].Delete(e)
-	if e.state == statePending && e.hasWindow {
-		x.pendingEnd.Delete(timed{e.winEnd, e})
+	if e.overdueFrom != 0 {
+		x.overdueAt.Delete(timed{e.overdueFrom, e})
 	}
 	if e.updating {
 		x.updating--
-		x.updatingAt.Delete(timed{e.updated, e})
+	}
+	if e.stuckFrom != 0 {
+		x.stuckAt.Delete(timed{e.stuckFrom, e})
 	}
 	if e.hasWindow {
 		x.byStart.Delete(timed{e.winStart, e})
@@ -186,8 +230,8 @@ func (x *index) unlink(e *entry) {
 			delete(x.startsHour, h)
 		}
 	}
-	if e.conflict {
-		x.conflicts--
+	if e.conflictUntil != 0 {
+		x.conflictTo.Delete(timed{e.conflictUntil, e})
 	}
 }
 
@@ -195,57 +239,51 @@ func (x *index) unlink(e *entry) {
 func (x *index) clearPolicies() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.policies = map[string]*policy.Policy{}
-	x.all.Scan(func(e *entry) bool {
-		if e.conflict {
-			e.conflict = false
-			x.conflicts--
-		}
+	x.policies = fleet.Policies{}
+	x.conflictTo.Scan(func(t timed) bool {
+		t.e.conflictUntil = 0
 		return true
 	})
+	x.conflictTo = tree(lessTimed)
 }
 
-// policyFor is the policy in force for key: the most specific scope that covers it.
-func (x *index) policyFor(key string) *policy.Policy {
-	for _, k := range policy.CandidateKeys(key) {
-		if p, ok := x.policies[k]; ok {
-			return p
-		}
-	}
-	return nil
-}
-
-// conflicting reports whether e is Pending with a window that the policy in force does not
-// allow: a policy that changed under an announced window (or a window forced past it).
-func (x *index) conflicting(e *entry) bool {
+// conflictUntil is the end of e's conflict with the policy in force as the index holds it
+// (policy.ConflictUntil), 0 when there is none.
+func (x *index) conflictUntil(e *entry) int64 {
 	if e.state != statePending || !e.hasWindow || len(x.policies) == 0 {
-		return false
+		return 0 // the common case, without building the record
 	}
-	p := x.policyFor(e.key)
-	return p != nil && !p.Allows(domain.Window{Start: time.Unix(0, e.winStart), End: time.Unix(0, e.winEnd)})
+	in := x.policies.For(e.key)
+	if in.Policy == nil {
+		return 0
+	}
+	if why, until := policy.ConflictUntil(e.record(), in.Policy, in.Since); why != "" {
+		return until.UnixNano()
+	}
+	return 0
 }
 
-// setPolicy sets (p non-nil) or deletes the policy of scope key, and judges again the
+// setPolicy sets (in non-nil) or deletes the policy of scope key, and judges again the
 // entities it covers.
-func (x *index) setPolicy(scopeKey string, p *policy.Policy) {
+func (x *index) setPolicy(scopeKey string, in *fleet.InForce) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if p == nil {
+	if in == nil {
 		delete(x.policies, scopeKey)
 	} else {
-		x.policies[scopeKey] = p
+		x.policies[scopeKey] = *in
 	}
 	x.all.Ascend(&entry{key: scopeKey}, func(e *entry) bool {
 		if !strings.HasPrefix(e.key, scopeKey) {
 			return false
 		}
-		if e.key == scopeKey || strings.HasPrefix(e.key, scopeKey+"/") {
-			if c := x.conflicting(e); c != e.conflict {
-				e.conflict = c
-				if c {
-					x.conflicts++
-				} else {
-					x.conflicts--
+		if domain.KeyUnder(e.key, scopeKey) {
+			if c := x.conflictUntil(e); c != e.conflictUntil {
+				if e.conflictUntil != 0 {
+					x.conflictTo.Delete(timed{e.conflictUntil, e})
+				}
+				if e.conflictUntil = c; c != 0 {
+					x.conflictTo.Set(timed{c, e})
 				}
 			}
 		}
@@ -253,11 +291,11 @@ func (x *index) setPolicy(scopeKey string, p *policy.Policy) {
 	})
 }
 
-// policy returns the policy in force for key, if any.
-func (x *index) policy(key string) *policy.Policy {
+// inForce is the policy in force for key, if any, and since when.
+func (x *index) inForce(key string) fleet.InForce {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.policyFor(key)
+	return x.policies.For(key)
 }
 
 // apply runs the changes of one batch of the watch under one lock.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/policy"
 )
 
@@ -105,7 +106,7 @@ func TestIndex_PagesFilterByStateAndPrefixInKeyOrder(t *testing.T) {
 			pending = append(pending, k)
 		}
 	}
-	prefix := domain.MustKey("/subscriptions/s1/")
+	prefix := domain.MustKey("/subscriptions/s1")
 	var got []string
 	q := Query{State: domain.StatePending, Prefix: prefix, Limit: 3}
 	for range 10 {
@@ -140,12 +141,12 @@ func TestIndex_PagesFilterByStateAndPrefixInKeyOrder(t *testing.T) {
 	if keys := rowKeys(first.Rows); !slices.Equal(keys, pending[:3]) || first.Prev != "" {
 		t.Errorf("first page, reached back: %v prev %q", keys, first.Prev)
 	}
-	if all := x.page(Query{Limit: 100}, t0); all.Matches != 30 || len(all.Rows) != 30 || !slices.IsSortedFunc(all.Rows, func(a, b Row) int { return cmpStr(a.Key, b.Key) }) {
+	if all := x.page(Query{Limit: 100}, t0); all.Matches != 30 || len(all.Rows) != 30 || !slices.IsSortedFunc(all.Rows, func(a, b fleet.Record) int { return cmpStr(a.Key, b.Key) }) {
 		t.Errorf("unfiltered: %d of %d", len(all.Rows), all.Matches)
 	}
 }
 
-func rowKeys(rows []Row) []string {
+func rowKeys(rows []fleet.Record) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.Key
@@ -198,17 +199,17 @@ func TestIndex_ConflictsFollowThePolicyInForce(t *testing.T) {
 	put(x, rid("s1", "rg2", "b"), domain.Record{State: domain.StatePending, Window: w})
 	put(x, rid("s2", "rg1", "c"), domain.Record{State: domain.StatePending, Window: w})
 	weekends := mustPolicy(t, `{"scope":"/subscriptions/s1","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}]}`)
-	x.setPolicy(weekends.Scope().Key, weekends)
+	x.setPolicy(weekends.Scope().Key, &fleet.InForce{Policy: weekends, Since: t0})
 	if s := x.stats(t0); s.Conflicts != 2 {
 		t.Fatalf("under a weekend-only policy: %d conflicts, want 2", s.Conflicts)
 	}
 	// A more specific policy that allows it wins for rg1 alone.
 	any := mustPolicy(t, `{"scope":"/subscriptions/s1/resourceGroups/rg1"}`)
-	x.setPolicy(any.Scope().Key, any)
+	x.setPolicy(any.Scope().Key, &fleet.InForce{Policy: any, Since: t0})
 	if s := x.stats(t0); s.Conflicts != 1 {
 		t.Errorf("with rg1 open: %d conflicts, want 1", s.Conflicts)
 	}
-	if p := x.policy(a); p != any {
+	if p := x.inForce(a).Policy; p != any {
 		t.Errorf("policy of a: %v", p)
 	}
 	// A change of the record ends its conflict; deleting the policy ends the other.
@@ -226,4 +227,127 @@ func mustPolicy(t *testing.T, doc string) *policy.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestIndex_APrefixEndsAtAPathSegment(t *testing.T) {
+	x := newIndex(time.Hour)
+	for _, rg := range []string{"rg-1", "rg-10", "rg-1-old", "rg-2"} {
+		for _, c := range []string{"a", "b"} {
+			put(x, rid("s", rg, c), domain.Record{State: domain.StateNone})
+		}
+	}
+	rg1 := put(x, "/subscriptions/s/resourceGroups/RG-1", domain.Record{State: domain.StateNone}) // the group itself
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		want   []string
+	}{
+		{"a resource group selects itself and what lies under it, not rg-10", "/subscriptions/s/resourceGroups/rg-1",
+			[]string{rg1, domain.MustKey(rid("s", "rg-1", "a")), domain.MustKey(rid("s", "rg-1", "b"))}},
+		{"in any casing, with a trailing slash", "/SUBSCRIPTIONS/s/resourcegroups/RG-1/",
+			[]string{rg1, domain.MustKey(rid("s", "rg-1", "a")), domain.MustKey(rid("s", "rg-1", "b"))}},
+		{"a prefix that ends inside a segment selects nothing", "/subscriptions/s/resourceGroups/rg", nil},
+		{"a whole resource ID selects that entity", rid("s", "rg-10", "b"), []string{domain.MustKey(rid("s", "rg-10", "b"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := domain.ParsePrefixLoose(tc.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One row a page, forwards then backwards: every way through the table agrees.
+			var fwd []string
+			q := Query{Prefix: p.Key, Limit: 1}
+			for {
+				pg := x.page(q, t0)
+				if pg.Matches != len(tc.want) {
+					t.Fatalf("matches %d, want %d", pg.Matches, len(tc.want))
+				}
+				fwd = append(fwd, rowKeys(pg.Rows)...)
+				if pg.Next == "" {
+					break
+				}
+				q.After = pg.Next
+			}
+			if !slices.Equal(fwd, tc.want) {
+				t.Fatalf("pages forwards: %v, want %v", fwd, tc.want)
+			}
+			if len(tc.want) < 2 {
+				return
+			}
+			back := x.page(Query{Prefix: p.Key, Before: tc.want[len(tc.want)-1], Limit: 10}, t0)
+			if got := rowKeys(back.Rows); !slices.Equal(got, tc.want[:len(tc.want)-1]) || back.Prev != "" {
+				t.Errorf("page before the last: %v (prev %q), want %v", got, back.Prev, tc.want[:len(tc.want)-1])
+			}
+			second := x.page(Query{Prefix: p.Key, After: tc.want[0], Limit: 10}, t0)
+			if second.Prev != tc.want[1] {
+				t.Errorf("page after the first: prev %q, want %q", second.Prev, tc.want[1])
+			}
+		})
+	}
+}
+
+func TestIndex_ConflictIsTheNoticesRule(t *testing.T) {
+	weekends := mustPolicy(t, `{"scope":"/subscriptions/s1","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}]}`)
+	tuesday := window(time.Date(2026, 12, 15, 23, 0, 0, 0, time.UTC), 2*time.Hour)
+	for _, tc := range []struct {
+		name string
+		rec  domain.Record
+		at   time.Time
+		want int
+	}{
+		{"a window announced before the policy conflicts", domain.Record{State: domain.StatePending, Window: tuesday, LastCommandAt: t0.Add(-time.Hour)}, t0, 1},
+		{"a window announced after the policy was judged by it: none", domain.Record{State: domain.StatePending, Window: tuesday, LastCommandAt: t0.Add(time.Hour)}, t0, 0},
+		{"a window that has ended conflicts no more", domain.Record{State: domain.StatePending, Window: tuesday, LastCommandAt: t0.Add(-time.Hour)}, tuesday.End, 0},
+		{"a moment before its end it still does", domain.Record{State: domain.StatePending, Window: tuesday, LastCommandAt: t0.Add(-time.Hour)}, tuesday.End.Add(-time.Nanosecond), 1},
+		{"Planned with the same window: none", domain.Record{State: domain.StatePlanned, Window: tuesday, LastCommandAt: t0.Add(-time.Hour)}, t0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newIndex(time.Hour)
+			x.setPolicy(weekends.Scope().Key, &fleet.InForce{Policy: weekends, Since: t0})
+			key := put(x, rid("s1", "rg", "a"), tc.rec)
+			want := policy.Conflict(tc.rec, weekends, t0, tc.at) != ""
+			if got := x.stats(tc.at).Conflicts; got != tc.want || (got == 1) != want {
+				t.Errorf("the index counts %d conflicts, want %d (policy.Conflict: %v)", got, tc.want, want)
+			}
+			x.mu.RLock()
+			e, _ := x.all.Get(&entry{key: key})
+			row := x.row(e, tc.at)
+			x.mu.RUnlock()
+			if row.Conflict != (tc.want == 1) {
+				t.Errorf("the row says conflict %v", row.Conflict)
+			}
+		})
+	}
+}
+
+func TestIndex_OverdueAndStuckCountsAreTheRecordsOwnAtEveryInstant(t *testing.T) {
+	const limit = 6 * time.Hour
+	end := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		rec  domain.Record
+		at   time.Time
+	}{
+		{"Pending a moment before the window ends", domain.Record{State: domain.StatePending, Window: window(t0, time.Hour)}, end.Add(-time.Nanosecond)},
+		{"Pending as the window ends", domain.Record{State: domain.StatePending, Window: window(t0, time.Hour)}, end},
+		{"Planned after the window", domain.Record{State: domain.StatePlanned, Window: window(t0, time.Hour)}, end.Add(time.Hour)},
+		{"updating exactly the limit", domain.Record{Updating: true, UpdatedAt: t0}, t0.Add(limit)},
+		{"updating a moment past the limit", domain.Record{Updating: true, UpdatedAt: t0}, t0.Add(limit + time.Nanosecond)},
+		{"updating since an unknown time", domain.Record{Updating: true}, t0.Add(limit * 100)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newIndex(limit)
+			put(x, rid("s", "rg", "a"), tc.rec)
+			s := x.stats(tc.at)
+			if want := tc.rec.Overdue(tc.at); (s.Overdue == 1) != want {
+				t.Errorf("overdue count %d, the record says %v", s.Overdue, want)
+			}
+			if want := tc.rec.Stuck(tc.at, limit); (s.Stuck == 1) != want {
+				t.Errorf("stuck count %d, the record says %v", s.Stuck, want)
+			}
+			if rows := x.page(Query{Limit: 1}, tc.at).Rows; rows[0].Overdue != tc.rec.Overdue(tc.at) || rows[0].Stuck != tc.rec.Stuck(tc.at, limit) {
+				t.Errorf("row %+v", rows[0])
+			}
+		})
+	}
 }

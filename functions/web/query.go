@@ -8,36 +8,14 @@ import (
 	"github.com/tidwall/btree"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 )
 
-// Row is one entity of the fleet table, as the index summarises it.
-type Row struct {
-	ResourceID string         `json:"resourceId"`
-	Key        string         `json:"key"`
-	State      domain.State   `json:"state"`
-	Updating   bool           `json:"updating"`
-	Task       domain.Task    `json:"task,omitempty"`
-	Window     *domain.Window `json:"window,omitempty"`
-	StateSince time.Time      `json:"stateSince,omitzero"`
-	UpdatedAt  time.Time      `json:"updatedAt,omitzero"`
-	Revision   uint64         `json:"revision"`
-	Campaign   string         `json:"campaign,omitempty"`
-	LastError  bool           `json:"lastError,omitempty"`
-	Overdue    bool           `json:"overdue,omitempty"`
-	Stuck      bool           `json:"stuck,omitempty"`
-	Conflict   bool           `json:"conflict,omitempty"`
-}
-
-func (x *index) row(e *entry, now time.Time) Row {
-	r := Row{ResourceID: e.resourceID(), Key: e.key, State: domain.States[e.state], Updating: e.updating,
-		Task: e.taskName(), StateSince: timeOf(e.since), UpdatedAt: timeOf(e.updated), Revision: e.rev,
-		Campaign: e.campaign, LastError: e.hasLastErr, Conflict: e.conflict}
-	if e.hasWindow {
-		r.Window = &domain.Window{Start: timeOf(e.winStart), End: timeOf(e.winEnd)}
-		r.Overdue = e.state == statePending && e.winEnd <= now.UnixNano()
-	}
-	r.Stuck = e.updating && e.updated != 0 && now.UnixNano()-e.updated > int64(x.stuckAfter)
-	return r
+// row is one entity of the fleet table: the record's one shape (fleet.Record), judged at now
+// as every reader judges it.
+func (x *index) row(e *entry, now time.Time) fleet.Record {
+	r := e.record()
+	return fleet.View(e.key, e.rev, r, fleet.Judge(r, now, x.stuckAfter, x.policies.For(e.key)))
 }
 
 // Stats are the counts at the top of the fleet page.
@@ -54,18 +32,21 @@ func (x *index) stats(now time.Time) Stats {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	s := Stats{Entities: x.all.Len(), States: make(map[domain.State]int, len(domain.States)),
-		Updating: x.updating, Conflicts: x.conflicts}
+		Updating: x.updating}
 	for i, st := range domain.States {
 		s.States[st] = x.byState[i].Len()
 	}
-	s.Overdue = countUpTo(x.pendingEnd, now.UnixNano(), true)
-	s.Stuck = countUpTo(x.updatingAt, now.Add(-x.stuckAfter).UnixNano(), false)
+	// Overdue and stuck hold from their instant on, a conflict until its instant (exclusive).
+	n := now.UnixNano()
+	s.Overdue = countUpTo(x.overdueAt, n)
+	s.Stuck = countUpTo(x.stuckAt, n)
+	s.Conflicts = x.conflictTo.Len() - countUpTo(x.conflictTo, n)
 	return s
 }
 
-// countUpTo counts the items at or before at (before at when not inclusive).
-func countUpTo(t *btree.BTreeG[timed], at int64, inclusive bool) int {
-	return rank(t, func(i timed) bool { return i.at < at || (inclusive && i.at == at) })
+// countUpTo counts the items at or before at.
+func countUpTo(t *btree.BTreeG[timed], at int64) int {
+	return rank(t, func(i timed) bool { return i.at <= at })
 }
 
 // rank is the number of items of t for which before holds, when it holds for a first part of
@@ -87,7 +68,7 @@ func rank[T any](t *btree.BTreeG[T], before func(T) bool) int {
 // Query selects a page of the fleet table.
 type Query struct {
 	State  domain.State // "" any
-	Prefix string       // a key prefix ("" any)
+	Prefix string       // a prefix's key (domain.Prefix): the entities it covers ("" any)
 	After  string       // the page after this key
 	Before string       // the page before this key (when After is empty)
 	Limit  int
@@ -95,7 +76,7 @@ type Query struct {
 
 // Page is a page of the fleet table.
 type Page struct {
-	Rows []Row `json:"items"`
+	Rows []fleet.Record `json:"items"`
 	// Matches is how many entities the filter selects, on every page.
 	Matches int `json:"matches"`
 	// Next and Prev are the cursors of the pages after and before ("" none).
@@ -110,19 +91,24 @@ func (x *index) page(q Query, now time.Time) Page {
 	if q.State != "" {
 		t = x.byState[stateIndex(q.State)]
 	}
-	in := func(e *entry) bool { return strings.HasPrefix(e.key, q.Prefix) }
+	// A prefix covers its own key and the keys under key+"/": two ranges of the key order,
+	// with the keys that merely start with it (rg-10 after rg-1) between them.
 	var got []*entry
 	take := func(e *entry) bool {
-		if !in(e) {
+		if !domain.KeyUnder(e.key, q.Prefix) {
 			return false
 		}
 		got = append(got, e)
 		return len(got) <= q.Limit
 	}
+	under := q.Prefix
+	if under != "" {
+		under += "/"
+	}
 	var p Page
 	if q.Before != "" && q.After == "" {
 		t.Descend(&entry{key: q.Before}, func(e *entry) bool {
-			return e.key == q.Before || take(e)
+			return e.key == q.Before || !strings.HasPrefix(e.key, under) && e.key > q.Prefix || take(e)
 		})
 		if len(got) > q.Limit {
 			got = got[:q.Limit]
@@ -137,7 +123,12 @@ func (x *index) page(q Query, now time.Time) Page {
 		if q.After != "" && q.After >= from {
 			from = q.After + "\x00"
 		}
-		t.Ascend(&entry{key: from}, take)
+		t.Ascend(&entry{key: from}, func(e *entry) bool {
+			if e.key != q.Prefix && e.key < under {
+				return true // between the prefix's own key and the keys under it
+			}
+			return take(e)
+		})
 		if len(got) > q.Limit {
 			got = got[:q.Limit]
 			p.Next = got[len(got)-1].key
@@ -146,7 +137,7 @@ func (x *index) page(q Query, now time.Time) Page {
 			p.Prev = got[0].key
 		}
 	}
-	p.Rows = make([]Row, len(got))
+	p.Rows = make([]fleet.Record, len(got))
 	for i, e := range got {
 		p.Rows[i] = x.row(e, now)
 	}
@@ -154,27 +145,35 @@ func (x *index) page(q Query, now time.Time) Page {
 	return p
 }
 
-// hasBefore reports whether t holds a key of prefix before key.
+// hasBefore reports whether t holds a key the prefix covers before key.
 func (x *index) hasBefore(t *btree.BTreeG[*entry], key, prefix string) bool {
 	found := false
 	t.Descend(&entry{key: key}, func(e *entry) bool {
 		if e.key == key {
 			return true
 		}
-		found = strings.HasPrefix(e.key, prefix)
+		if prefix != "" && e.key > prefix && !strings.HasPrefix(e.key, prefix+"/") {
+			return true // between the prefix's own key and the keys under it
+		}
+		found = domain.KeyUnder(e.key, prefix)
 		return false
 	})
 	return found
 }
 
-// matches counts the keys of prefix in t.
+// matches counts the keys the prefix (a key) covers in t: its own, and the range under it.
 func matches(t *btree.BTreeG[*entry], prefix string) int {
 	if prefix == "" {
 		return t.Len()
 	}
-	from := rank(t, func(e *entry) bool { return e.key < prefix })
-	to := rank(t, func(e *entry) bool { return e.key < prefix || strings.HasPrefix(e.key, prefix) })
-	return to - from
+	n := 0
+	if _, ok := t.Get(&entry{key: prefix}); ok {
+		n = 1
+	}
+	under := prefix + "/"
+	from := rank(t, func(e *entry) bool { return e.key < under })
+	to := rank(t, func(e *entry) bool { return e.key < under || strings.HasPrefix(e.key, under) })
+	return n + to - from
 }
 
 // Day is one day of the time line: the windows that start on it.
@@ -182,7 +181,7 @@ type Day struct {
 	Date    string `json:"date"` // YYYY-MM-DD, UTC
 	Windows int    `json:"windows"`
 	// First are the first windows of the day, by start (at most timelineSample).
-	First []Row `json:"first,omitempty"`
+	First []fleet.Record `json:"first,omitempty"`
 }
 
 // timelineSample is how many windows of a day the time line names.

@@ -17,9 +17,16 @@ type recordSummary struct {
 	Task       domain.Task         `json:"task"`
 	LastError  string              `json:"lastError"`
 	Window     *domain.Window      `json:"window"`
+	Reason     string              `json:"reason"`
 	StateSince time.Time           `json:"stateSince"`
 	UpdatedAt  time.Time           `json:"updatedAt"`
 	Campaign   *domain.CampaignRef `json:"campaign"`
+	// The command that wrote the record: shown, and when it was stored (a conflict is a
+	// window announced before the policy in force).
+	LastCommandID  string    `json:"lastCommandId"`
+	LastCommandSeq uint64    `json:"lastCommandSeq"`
+	LastCommandAt  time.Time `json:"lastCommandAt"`
+	Version        int       `json:"version"`
 	// ForgottenAt leaves a forgotten entity out of the fleet, as a deleted key.
 	ForgottenAt time.Time `json:"forgottenAt"`
 }
@@ -34,6 +41,7 @@ func decodeSummary(b []byte) (domain.Record, error) {
 		s.State = domain.StateNone
 	}
 	return domain.Record{ResourceID: s.ResourceID, State: s.State, Updating: s.Updating, Task: s.Task,
-		LastError: s.LastError, Window: s.Window, StateSince: s.StateSince, UpdatedAt: s.UpdatedAt,
-		Campaign: s.Campaign, ForgottenAt: s.ForgottenAt}, nil
+		LastError: s.LastError, Window: s.Window, Reason: s.Reason, StateSince: s.StateSince, UpdatedAt: s.UpdatedAt,
+		Campaign: s.Campaign, ForgottenAt: s.ForgottenAt, LastCommandID: s.LastCommandID,
+		LastCommandSeq: s.LastCommandSeq, LastCommandAt: s.LastCommandAt, Version: s.Version}, nil
 }

@@ -32,6 +32,7 @@ import (
 
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/function"
 	"maintsignals/shared/policy"
 )
@@ -224,14 +225,17 @@ func (v *View) applyRecords(batch []change) {
 
 func (v *View) applyPolicies(batch []change) {
 	for _, c := range batch {
-		var p *policy.Policy
-		if !c.deleted {
-			var err error
-			if p, err = policy.ParseStored(c.value); err != nil {
-				v.log.Warn("a stored policy does not read; its scope shows no policy", "scope_key", c.key, "error", err)
-			}
+		if c.deleted {
+			v.fleet.setPolicy(c.key, nil)
+			continue
 		}
-		v.fleet.setPolicy(c.key, p)
+		// A policy that does not read stays in force without a document: it hides the broader
+		// scopes' policies from its entities, as it does in the emitter and the notices.
+		p, err := policy.ParseStored(c.value)
+		if err != nil {
+			v.log.Warn("a stored policy does not read; its scope shows no policy", "scope_key", c.key, "error", err)
+		}
+		v.fleet.setPolicy(c.key, &fleet.InForce{Policy: p, Since: c.at})
 	}
 	if v.loaded.Load() {
 		v.live.publish(topic{kind: topicFleet})

@@ -98,7 +98,7 @@ func (s *Subscription) wants(it item) bool {
 	if len(s.States) > 0 && !containsState(s.States, it.state) {
 		return false
 	}
-	if s.ResourcePrefix != "" && !hasPrefixFold(it.subject, s.ResourcePrefix) {
+	if !s.prefix.CoversID(it.subject) {
 		return false
 	}
 	return true
@@ -120,10 +120,6 @@ func containsState(xs []domain.State, x domain.State) bool {
 		}
 	}
 	return false
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // errRetry marks a failed delivery that the endpoint may accept later (README, Integrating: timeouts,

@@ -31,15 +31,16 @@ type Subscription struct {
 	// States are the resulting states delivered (an event's "to", a notice's "state"); empty
 	// delivers every state.
 	States []domain.State `json:"states,omitempty"`
-	// ResourcePrefix keeps events whose resource ID starts with it (compared without regard to
-	// case, as resource IDs are).
+	// ResourcePrefix keeps events whose resource ID lies under it: a resource-ID prefix that
+	// ends at a path segment, compared without regard to case (domain.Prefix).
 	ResourcePrefix string `json:"resourcePrefix,omitempty"`
 	// CAFile, when set, is the only authority an HTTPS endpoint's certificate is checked against;
 	// otherwise the system roots (extended by SSL_CERT_FILE) are.
 	CAFile string `json:"caFile,omitempty"`
 
-	key   []byte
-	roots *x509.CertPool
+	key    []byte
+	roots  *x509.CertPool
+	prefix domain.Prefix // ResourcePrefix read
 }
 
 // String never shows the secret, so that a subscription printed by mistake leaks nothing.
@@ -110,6 +111,11 @@ func (s *Subscription) check() error {
 	for _, st := range s.States {
 		if !st.Valid() {
 			return fmt.Errorf("state %q is not one of %v (matched exactly)", st, domain.States)
+		}
+	}
+	if s.ResourcePrefix != "" {
+		if s.prefix, err = domain.ParsePrefixLoose(s.ResourcePrefix); err != nil {
+			return fmt.Errorf("resourcePrefix: %w", err)
 		}
 	}
 	if s.roots, err = rootsFor(s.CAFile); err != nil {

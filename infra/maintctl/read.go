@@ -17,44 +17,42 @@ import (
 	ui "maintsignals/infra/cli"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 )
 
 const readTimeout = 30 * time.Second
 
-// recordJSON is the JSON form of a record for scripts: the record's own fields (README, States and tasks) with
-// the entity key, whether it exists and its bucket revision.
-type recordJSON struct {
-	ResourceID     string         `json:"resourceId"`
-	Key            string         `json:"key"`
-	Exists         bool           `json:"exists"`
-	Tracked        bool           `json:"tracked"`
-	Revision       uint64         `json:"revision"`
-	State          domain.State   `json:"state"`
-	Updating       bool           `json:"updating"`
-	Task           domain.Task    `json:"task"`
-	LastError      string         `json:"lastError"`
-	Window         *domain.Window `json:"window,omitempty"`
-	Reason         string         `json:"reason,omitempty"`
-	StateSince     time.Time      `json:"stateSince,omitzero"`
-	UpdatedAt      time.Time      `json:"updatedAt,omitzero"`
-	LastCommandID  string         `json:"lastCommandId,omitempty"`
-	LastCommandSeq uint64         `json:"lastCommandSeq,omitempty"`
-	Version        int            `json:"version,omitempty"`
-	ForgottenAt    time.Time      `json:"forgottenAt,omitzero"`
+// recordJSON is the JSON form of a record, the one shape every reader writes (fleet.Record:
+// the web view's JSON is the same).
+type recordJSON = fleet.Record
+
+// judged is the JSON form of an entity's record, with its facts at now: overdue, stuck after
+// --stuck-after, and in conflict with the policy in force for it (read from the bucket, the
+// scopes that could cover it only: a customer's role may read no other).
+func (a *app) judged(ctx context.Context, cl *client.Client, e client.Entity) (recordJSON, error) {
+	var in fleet.InForce
+	if e.Record.State == domain.StatePending && e.Record.Window != nil { // else nothing to read: only a window conflicts
+		p, ok, err := cl.PolicyFor(ctx, e.Record.ResourceID)
+		switch {
+		case errors.Is(err, client.ErrNotProvisioned):
+		case err != nil && ctx.Err() != nil:
+			return recordJSON{}, fmt.Errorf("the policy in force for %s: %w", e.Record.ResourceID, err)
+		case err != nil:
+			// A policy that does not compile allows nothing to conflict with, as in the emitter.
+			a.log.Warn("the policy in force does not read; conflict shown false", "resource_id", e.Record.ResourceID, "error", err)
+		case ok:
+			in = fleet.InForce{Policy: p.Policy, Since: p.Revision.At}
+		}
+	}
+	return fleet.View(e.Key, e.Revision, e.Record, fleet.Judge(e.Record, time.Now(), a.stuckLimit(), in)), nil
 }
 
-func toRecordJSON(e client.Entity) recordJSON {
-	r := e.Record
-	state := r.State
-	if state == "" {
-		state = domain.StateNone
-	}
-	return recordJSON{
-		ResourceID: r.ResourceID, Key: e.Key, Exists: e.Exists(), Tracked: e.Tracked(), Revision: e.Revision, ForgottenAt: r.ForgottenAt,
-		State: state, Updating: r.Updating, Task: r.Task, LastError: r.LastError,
-		Window: r.Window, Reason: r.Reason, StateSince: r.StateSince, UpdatedAt: r.UpdatedAt,
-		LastCommandID: r.LastCommandID, LastCommandSeq: r.LastCommandSeq, Version: r.Version,
-	}
+// stuckLimit is --stuck-after, where the command has it, else the default the functions use.
+func (a *app) stuckLimit() time.Duration { return cmp.Or(a.stuckAfter, domain.DefaultStuckAfter) }
+
+// stuckAfterFlag adds --stuck-after, the limit of "stuck" in the JSON of records.
+func (a *app) stuckAfterFlag(c *cobra.Command) {
+	c.Flags().DurationVar(&a.stuckAfter, "stuck-after", domain.DefaultStuckAfter, "an update running longer than this is stuck (the JSON's stuck; as the functions' --stuck-after)")
 }
 
 // printRecord prints one record for people.
@@ -108,7 +106,7 @@ func dash(s string) string {
 }
 
 func (a *app) getCommand() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "get [flags] RESOURCE-ID",
 		Short: "Show the current record of an entity",
 		Long: `Show the current record of an entity from the bucket: state, whether an update is in
@@ -128,11 +126,17 @@ entity never seen is in state None.`,
 				return err
 			}
 			if a.json() {
-				return a.writeJSON(toRecordJSON(e))
+				rec, err := a.judged(ctx, cl, e)
+				if err != nil {
+					return err
+				}
+				return a.writeJSON(rec)
 			}
 			return a.printRecord(e)
 		},
 	}
+	a.stuckAfterFlag(c)
+	return c
 }
 
 func (a *app) listCommand() *cobra.Command {
@@ -174,7 +178,20 @@ the resource IDs alone.`,
 			if err != nil {
 				return err
 			}
-			if err := a.printListing(listing.Entities, f); err != nil {
+			if a.json() {
+				// The facts of every entity, judged by the policies in force read once.
+				in, err := cl.InForce(ctx)
+				if err != nil {
+					return err
+				}
+				now := time.Now()
+				err = a.writeJSON(each(listing.Entities, func(e client.Entity) recordJSON {
+					return fleet.View(e.Key, e.Revision, e.Record, fleet.Judge(e.Record, now, a.stuckLimit(), in.For(e.Key)))
+				}))
+				if err != nil {
+					return err
+				}
+			} else if err := a.printListing(listing.Entities, f); err != nil {
 				return err
 			}
 			if listing.Corrupt > 0 {
@@ -185,20 +202,18 @@ the resource IDs alone.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&stateFlag, "state", "", "only entities in this state ("+stateNames()+")")
-	fl.StringVar(&f.Prefix, "prefix", "", "only entities whose resource ID starts with this (any casing)")
+	fl.StringVar(&f.Prefix, "prefix", "", "only entities under this resource-ID prefix, which ends at a path segment (…/rg-1 is not …/rg-10; any casing)")
 	fl.BoolVar(&f.Updating, "updating", false, "only entities with an update in progress")
 	ui.TimeVar(fl, &f.WindowBefore, "window-before", "", ui.Ahead, nil, "only entities whose window starts before this time (RFC 3339, a date, or +DURATION: +7d)")
 	fl.BoolVar(&f.Forgotten, "forgotten", false, "also the entities taken out of the signal by forget")
 	a.completeFlag(c, "state", completeStates)
 	a.completeFlag(c, "prefix", a.completeIDs(1))
+	a.stuckAfterFlag(c)
 	return c
 }
 
 // printListing prints the entities of a listing.
 func (a *app) printListing(out []client.Entity, f client.ListFilter) error {
-	if a.json() {
-		return a.writeJSON(each(out, toRecordJSON))
-	}
 	if len(out) == 0 && a.format != ui.Name {
 		what := "no entity has a record yet"
 		if f != (client.ListFilter{}) {

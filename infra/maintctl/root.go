@@ -64,7 +64,8 @@ type app struct {
 	noHeaders   bool
 	logFormat   string
 	logLevel    string
-	signKey     string // seed file signing commands (--sign-key)
+	signKey     string        // seed file signing commands (--sign-key)
+	stuckAfter  time.Duration // --stuck-after of get and list (0: the default)
 
 	log *slog.Logger
 }

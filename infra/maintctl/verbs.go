@@ -265,7 +265,7 @@ func (a *app) send(ctx context.Context, c domain.Command, f verbFlags) error {
 		}
 		return a.sendError(err)
 	}
-	if perr := a.printResult(res); perr != nil && err == nil {
+	if perr := a.printResult(ctx, cl, res); perr != nil && err == nil {
 		err = perr
 	}
 	if res.Tracks {
@@ -301,11 +301,15 @@ type resultJSON struct {
 	Record      recordJSON     `json:"record"`
 }
 
-func (a *app) printResult(res *client.Result) error {
+func (a *app) printResult(ctx context.Context, cl *client.Client, res *client.Result) error {
 	if a.json() {
+		rec, err := a.judged(ctx, cl, res.Entity)
+		if err != nil {
+			return err
+		}
 		return a.writeJSON(resultJSON{
 			Command: res.Command, Seq: res.Seq, Republished: res.Republished,
-			Outcome: res.Event, Record: toRecordJSON(res.Entity),
+			Outcome: res.Event, Record: rec,
 		})
 	}
 	ev := res.Event

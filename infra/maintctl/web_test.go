@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"regexp"
@@ -18,19 +17,7 @@ import (
 var webRE = regexp.MustCompile(`web: (http://\S+)`)
 
 // fleetJSON reads the fleet page of the view at url.
-func fleetJSON(t *testing.T, url string) (int, web.FleetPage) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url+"/", nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var p web.FleetPage
-	_ = json.NewDecoder(resp.Body).Decode(&p)
-	return resp.StatusCode, p
-}
+func fleetJSON(t *testing.T, url string) (int, web.FleetPage) { return fleetPage(t, url, "") }
 
 func TestUp_ServesTheWebView(t *testing.T) {
 	c := newCLI(t, nil)

@@ -71,7 +71,7 @@ func Step(c *Campaign, set Settings, key string, e Entity, notice time.Duration,
 	case (c.Status == StatusCancelled || c.Withdraw) && withdrawable:
 		e.Withdrawing, e.RetryAt = true, time.Time{}
 		return e, Effects{Commands: []Command{Withdrawal(c, key, e)}}
-	case e.Phase == PhaseAnnounced && e.Window != nil && !now.Before(e.Window.End):
+	case e.Phase == PhaseAnnounced && e.Window != nil && e.Window.Ended(now):
 		e.Phase = PhaseOverdue
 		return e, Effects{}
 	case e.Phase != PhasePlanned || e.Window == nil || c.Status != StatusActive || !c.WaveOpen(e.Wave):

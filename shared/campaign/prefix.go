@@ -8,34 +8,12 @@ import (
 	"maintsignals/shared/domain"
 )
 
-// Prefix is a resource-ID prefix that selects entities: it covers an entity whose ID is the
-// prefix or continues it with "/" (it ends at a path segment), compared case-insensitively.
-type Prefix struct {
-	ID  string // lower-cased, with its leading "/": the canonical form
-	Key string // the entity key of ID
-}
+// Prefix is a resource-ID prefix that selects entities: domain.Prefix, the one definition
+// that every selection by prefix shares.
+type Prefix = domain.Prefix
 
-// ParsePrefix reads a prefix: a resource ID (or the start of one) that starts with "/", has no
-// empty segment and does not end with "/".
-func ParsePrefix(s string) (Prefix, error) {
-	if err := domain.ValidateResourceID(s); err != nil {
-		return Prefix{}, err
-	}
-	if !strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.Contains(s, "//") {
-		return Prefix{}, fmt.Errorf("%w: a prefix starts with / and ends at a path segment, without an empty segment: %q", domain.ErrInvalidResourceID, truncate(s, 64))
-	}
-	key := domain.MustKey(s)
-	id, err := domain.DecodeKey(key)
-	if err != nil {
-		return Prefix{}, err
-	}
-	return Prefix{ID: id, Key: key}, nil
-}
-
-// Covers reports whether the entity of key lies under the prefix.
-func (p Prefix) Covers(key string) bool {
-	return strings.HasPrefix(key, p.Key) && (len(key) == len(p.Key) || key[len(p.Key)] == '/')
-}
+// ParsePrefix reads a prefix (domain.ParsePrefix).
+func ParsePrefix(s string) (Prefix, error) { return domain.ParsePrefix(s) }
 
 // compilePrefixes reads a list of prefixes, sorted by key and without repeats (their order
 // does not matter: they select a union).

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -22,8 +23,9 @@ type Listing struct {
 type ListFilter struct {
 	// State keeps the entities in this state ("": any).
 	State domain.State
-	// Prefix keeps the entities whose resource ID starts with it, compared case-insensitively
-	// as IDs are ("/subscriptions/0b1f/resourceGroups/rg-1/").
+	// Prefix keeps the entities under a resource-ID prefix (domain.Prefix: it ends at a path
+	// segment and compares case-insensitively; one trailing "/" is allowed):
+	// "/subscriptions/0b1f/resourceGroups/rg-1" keeps rg-1's entities, not rg-10's.
 	Prefix string
 	// Updating keeps the entities with an update in progress.
 	Updating bool
@@ -34,8 +36,20 @@ type ListFilter struct {
 	Forgotten bool
 }
 
-// Match reports whether the filter keeps e.
-func (f ListFilter) Match(e Entity) bool {
+// compile checks the filter and returns what keeps an entity.
+func (f ListFilter) compile() (func(Entity) bool, error) {
+	var p domain.Prefix
+	if f.Prefix != "" {
+		var err error
+		if p, err = domain.ParsePrefixLoose(f.Prefix); err != nil {
+			return nil, fmt.Errorf("prefix %q: %w", f.Prefix, err)
+		}
+	}
+	return func(e Entity) bool { return f.match(e, p) }, nil
+}
+
+// match reports whether the filter, its prefix read as p, keeps e.
+func (f ListFilter) match(e Entity, p domain.Prefix) bool {
 	r := e.Record
 	switch {
 	case r.Forgotten() && !f.Forgotten:
@@ -47,7 +61,7 @@ func (f ListFilter) Match(e Entity) bool {
 	case !f.WindowBefore.IsZero() && (r.Window == nil || !r.Window.Start.Before(f.WindowBefore)):
 		return false
 	}
-	return f.Prefix == "" || hasPrefixFold(r.ResourceID, f.Prefix)
+	return p.Covers(e.Key)
 }
 
 func hasPrefixFold(s, prefix string) bool {
@@ -64,8 +78,12 @@ func (c *Client) List(ctx context.Context, state domain.State) (Listing, error) 
 // the filter matches. A record that does not decode is skipped, logged and counted, so that one
 // bad record does not hide the fleet.
 func (c *Client) ListWhere(ctx context.Context, f ListFilter) (Listing, error) {
+	match, err := f.compile()
+	if err != nil {
+		return Listing{}, err
+	}
 	var l Listing
-	err := c.Scan(ctx, func(e Entity, err error) error {
+	err = c.Scan(ctx, func(e Entity, err error) error {
 		if err != nil {
 			if errors.Is(err, store.ErrCorruptRecord) {
 				l.Corrupt++
@@ -74,7 +92,7 @@ func (c *Client) ListWhere(ctx context.Context, f ListFilter) (Listing, error) {
 			}
 			return err
 		}
-		if f.Match(e) {
+		if match(e) {
 			l.Entities = append(l.Entities, e)
 		}
 		return nil
@@ -90,13 +108,13 @@ func (c *Client) ListWhere(ctx context.Context, f ListFilter) (Listing, error) {
 
 // CompleteIDs returns the resource IDs of tracked entities that start with prefix (compared
 // case-insensitively), sorted, at most max of them: for a shell's completion, which waits. It
-// reads the bucket until it has max or ctx ends, and returns what it found by then.
+// reads the bucket until it has max or ctx ends, and returns what it found by then. What is
+// typed so far is a string prefix, not a domain.Prefix: "/subscriptions/0b" completes.
 func (c *Client) CompleteIDs(ctx context.Context, prefix string, max int) ([]string, error) {
 	var ids []string
 	errFull := errors.New("enough")
-	f := ListFilter{Prefix: prefix}
 	err := c.Scan(ctx, func(e Entity, err error) error {
-		if err == nil && f.Match(e) {
+		if err == nil && e.Tracked() && hasPrefixFold(e.Record.ResourceID, prefix) {
 			ids = append(ids, e.Record.ResourceID)
 		}
 		if len(ids) >= max {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
@@ -177,26 +178,54 @@ func (c *Client) lastPolicy(ctx context.Context, key string) (Policy, bool, erro
 // Policies lists the policy of every scope that has one, by scope key.
 func (c *Client) Policies(ctx context.Context) ([]Policy, error) {
 	var out []Policy
-	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+	err := c.eachPolicy(ctx, func(r *store.Revision, pol *policy.Policy, err error) {
+		if err != nil {
+			c.log.Warn("skipping a stored policy that does not compile", "key", r.Key, "error", err)
+			return
+		}
+		out = append(out, Policy{Revision: r, Policy: pol})
+	})
+	slices.SortFunc(out, func(a, b Policy) int { return strings.Compare(a.Revision.Key, b.Revision.Key) })
+	return out, err
+}
+
+// eachPolicy calls fn with the last revision of every scope that has a policy, compiled (err:
+// why it does not compile), in one pass over the bucket.
+func (c *Client) eachPolicy(ctx context.Context, fn func(r *store.Revision, pol *policy.Policy, err error)) error {
+	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		bucket, err := c.policiesBucket(ctx)
 		if err != nil {
 			return err
 		}
 		return store.ScanPolicies(ctx, bucket, func(r *store.Revision) error {
-			if r.Deleted {
-				return nil
+			if !r.Deleted {
+				pol, err := r.Policy()
+				fn(r, pol, err)
 			}
-			pol, err := r.Policy()
-			if err != nil {
-				c.log.Warn("skipping a stored policy that does not compile", "key", r.Key, "error", err)
-				return nil
-			}
-			out = append(out, Policy{Revision: r, Policy: pol})
 			return nil
 		})
 	})
-	slices.SortFunc(out, func(a, b Policy) int { return strings.Compare(a.Revision.Key, b.Revision.Key) })
-	return out, err
+}
+
+// InForce reads the policies in force now, by scope key, each with the stored time of its
+// revision: what fleet.Judge needs to tell a conflict as the emitter and the notices function
+// do. A scope whose policy does not compile is kept without one (it hides the broader scopes'
+// policies from its entities, as it does in the emitter). No policies bucket: no policy.
+func (c *Client) InForce(ctx context.Context) (fleet.Policies, error) {
+	out := fleet.Policies{}
+	err := c.eachPolicy(ctx, func(r *store.Revision, pol *policy.Policy, err error) {
+		if err != nil {
+			c.log.Warn("a stored policy does not compile; its entities show no conflict", "key", r.Key, "error", err)
+		}
+		out[r.Key] = fleet.InForce{Policy: pol, Since: r.At}
+	})
+	if errors.Is(err, ErrNotProvisioned) {
+		return fleet.Policies{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policies in force: %w", err)
+	}
+	return out, nil
 }
 
 func (c *Client) policiesBucket(ctx context.Context) (jetstream.Stream, error) {

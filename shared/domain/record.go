@@ -257,12 +257,40 @@ func DecodeRecord(b []byte) (Record, error) {
 // DefaultStuckAfter is how long an update may run before it counts as stuck (README, Time in the signal).
 const DefaultStuckAfter = 6 * time.Hour
 
+// The facts below are the one definition of overdue and stuck (README, One definition of every
+// fleet fact): the CLI, the web view, the fleet gauges, the notices and the campaign planner
+// all call them. Each also says from when it holds, so that a reader that keeps the fleet in
+// memory (the web view) can order entities by that time and count them at any now.
+
+// Ended reports whether the window has ended at now: its end is now or earlier.
+func (w Window) Ended(now time.Time) bool { return !now.Before(w.End) }
+
 // Overdue reports whether the entity is still Pending after its announced window ended.
 func (r Record) Overdue(now time.Time) bool {
-	return r.State == StatePending && r.Window != nil && !now.Before(r.Window.End)
+	return r.State == StatePending && r.Window != nil && r.Window.Ended(now)
+}
+
+// OverdueFrom is the first instant at which Overdue holds for the record as it stands (its
+// window's end); false when it never does (not Pending, or no window).
+func (r Record) OverdueFrom() (time.Time, bool) {
+	if r.State != StatePending || r.Window == nil {
+		return time.Time{}, false
+	}
+	return r.Window.End, true
 }
 
 // Stuck reports whether an update has been in progress for longer than limit.
 func (r Record) Stuck(now time.Time, limit time.Duration) bool {
-	return r.Updating && !r.UpdatedAt.IsZero() && now.Sub(r.UpdatedAt) > limit
+	from, ok := r.StuckFrom(limit)
+	return ok && !now.Before(from)
+}
+
+// StuckFrom is the first instant at which Stuck holds for the record as it stands: one
+// nanosecond past limit after the update started (it must run longer than limit); false when
+// no update is in progress, or its start is unknown.
+func (r Record) StuckFrom(limit time.Duration) (time.Time, bool) {
+	if !r.Updating || r.UpdatedAt.IsZero() {
+		return time.Time{}, false
+	}
+	return r.UpdatedAt.Add(limit + time.Nanosecond), true
 }

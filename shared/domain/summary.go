@@ -9,7 +9,8 @@ import (
 
 // DecodeRecordSummary reads the part of a record that says where the entity stands: its
 // resource ID, state, whether it is updating and its task, its window, when it entered its
-// state, when it last changed, the sequence of its last command and whether a Forget took it
+// state, when it last changed, the sequence and stored time of its last command (a window's
+// conflict with a policy is judged against when it was announced) and whether a Forget took it
 // out of the signal. The history (recent
 // command ids, the last event, admission, signing) is left out. The emitter and the notices
 // function read every record on every tick and need nothing more; skipping the rest without
@@ -27,7 +28,7 @@ func DecodeRecordSummary(b []byte) (Record, error) {
 		}
 		return Record{ResourceID: full.ResourceID, State: full.State, Updating: full.Updating, Task: full.Task,
 			Window: full.Window, StateSince: full.StateSince, UpdatedAt: full.UpdatedAt, LastCommandSeq: full.LastCommandSeq,
-			ForgottenAt: full.ForgottenAt}, nil
+			LastCommandAt: full.LastCommandAt, ForgottenAt: full.ForgottenAt}, nil
 	}
 	if r.State == "" {
 		r.State = StateNone
@@ -62,6 +63,8 @@ func summaryFast(b []byte) (r Record, ok bool) {
 			r.UpdatedAt, ok = s.time()
 		case "lastCommandSeq":
 			r.LastCommandSeq, ok = s.uint()
+		case "lastCommandAt":
+			r.LastCommandAt, ok = s.time()
 		case "forgottenAt":
 			r.ForgottenAt, ok = s.time()
 		default:
@@ -77,7 +80,8 @@ func summaryFast(b []byte) (r Record, ok bool) {
 
 // summaryKeys are the keys summaryFast reads.
 var summaryKeys = [][]byte{[]byte("resourceId"), []byte("state"), []byte("task"), []byte("updating"),
-	[]byte("window"), []byte("stateSince"), []byte("updatedAt"), []byte("lastCommandSeq"), []byte("forgottenAt")}
+	[]byte("window"), []byte("stateSince"), []byte("updatedAt"), []byte("lastCommandSeq"),
+	[]byte("lastCommandAt"), []byte("forgottenAt")}
 
 // summaryKey reports whether key names a summary field in another case.
 func summaryKey(key []byte) bool {

@@ -35,11 +35,10 @@ type Scope struct {
 	Level Level
 }
 
-// Covers reports whether the entity of key lies in the scope (the scope itself included).
-// Keys are lower-cased, so this compares resource IDs case-insensitively.
-func (s Scope) Covers(key string) bool {
-	return key == s.Key || strings.HasPrefix(key, s.Key+"/")
-}
+// Covers reports whether the entity of key lies in the scope (the scope itself included): a
+// scope is a resource-ID prefix (domain.KeyUnder). Keys are lower-cased, so this compares
+// resource IDs case-insensitively.
+func (s Scope) Covers(key string) bool { return domain.KeyUnder(key, s.Key) }
 
 // ParseScope checks that s is exactly one of /subscriptions/<sub>,
 // /subscriptions/<sub>/resourceGroups/<rg> or a whole resource ID (anything longer), and
