@@ -43,6 +43,10 @@ type item struct {
 	id, ceType, subject, time string
 	state                     domain.State
 	body                      []byte
+	// The event's annotations (domain.Annotate); a notice has none.
+	category       string
+	inWindow       domain.Known
+	actionRequired bool
 }
 
 // itemOf reads a delivered message. The body is never changed: it is what is signed and sent.
@@ -54,12 +58,17 @@ func itemOf(msg function.Message) item {
 		Kind       string       `json:"kind"`
 		State      domain.State `json:"state"`
 		At         time.Time    `json:"at"`
+
+		Category       string       `json:"category"`
+		InWindow       domain.Known `json:"inWindow"`
+		ActionRequired bool         `json:"actionRequired"`
 	}
 	_ = json.Unmarshal(msg.Data, &b) // a body that does not read is delivered unfiltered by state
 	h := msg.Header
 	it := item{
 		id: h.Get(domain.HeaderCEID), ceType: h.Get(domain.HeaderCEType), subject: h.Get(domain.HeaderCESubject),
 		time: h.Get(domain.HeaderCETime), body: msg.Data, state: b.To,
+		category: b.Category, inWindow: b.InWindow, actionRequired: b.ActionRequired,
 	}
 	if b.Kind != "" {
 		it.state = b.State
@@ -99,6 +108,21 @@ func (s *Subscription) wants(it item) bool {
 		return false
 	}
 	if !s.prefix.CoversID(it.subject) {
+		return false
+	}
+	return s.wantsAnnotations(it)
+}
+
+// wantsAnnotations applies the annotation filters: an item without the annotation a filter
+// asks about (a notice, an announcement) does not pass it.
+func (s *Subscription) wantsAnnotations(it item) bool {
+	if len(s.Categories) > 0 && !containsStr(s.Categories, it.category) {
+		return false
+	}
+	if s.InWindow != nil && it.inWindow != domain.KnownAs(*s.InWindow) {
+		return false
+	}
+	if s.ActionRequired != nil && it.actionRequired != *s.ActionRequired {
 		return false
 	}
 	return true

@@ -34,6 +34,13 @@ type Subscription struct {
 	// ResourcePrefix keeps events whose resource ID lies under it: a resource-ID prefix that
 	// ends at a path segment, compared without regard to case (domain.Prefix).
 	ResourcePrefix string `json:"resourcePrefix,omitempty"`
+	// Categories, InWindow and ActionRequired filter on the events' annotations
+	// (domain.Annotate): the categories delivered ("planned", "unplanned"; empty: any), and,
+	// when set, the inWindow and actionRequired values delivered. An item without the
+	// annotation (a notice, an announcement) does not pass a filter on it.
+	Categories     []string `json:"categories,omitempty"`
+	InWindow       *bool    `json:"inWindow,omitempty"`
+	ActionRequired *bool    `json:"actionRequired,omitempty"`
 	// CAFile, when set, is the only authority an HTTPS endpoint's certificate is checked against;
 	// otherwise the system roots (extended by SSL_CERT_FILE) are.
 	CAFile string `json:"caFile,omitempty"`
@@ -111,6 +118,11 @@ func (s *Subscription) check() error {
 	for _, st := range s.States {
 		if !st.Valid() {
 			return fmt.Errorf("state %q is not one of %v (matched exactly)", st, domain.States)
+		}
+	}
+	for _, c := range s.Categories {
+		if c != domain.CategoryPlanned && c != domain.CategoryUnplanned {
+			return fmt.Errorf("category %q is not %q or %q", c, domain.CategoryPlanned, domain.CategoryUnplanned)
 		}
 	}
 	if s.ResourcePrefix != "" {

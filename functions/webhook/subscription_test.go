@@ -48,19 +48,20 @@ func TestParse_RefusesBadSubscriptions(t *testing.T) {
 	caBad := filepath.Join(t.TempDir(), "ca.pem")
 	_ = os.WriteFile(caBad, []byte("not a certificate"), 0o600)
 	for name, c := range map[string]struct{ json, want string }{
-		"not an array":   {`{"name":"a"}`, "JSON array"},
-		"unknown field":  {`[{"name":"a","url":"https://x","secret":"` + secret + `","state":["Pending"]}]`, "unknown field"},
-		"bad name":       {`[{"name":"a.b","url":"https://x","secret":"` + secret + `"}]`, "name must be"},
-		"relative url":   {`[{"name":"a","url":"/hook","secret":"` + secret + `"}]`, "absolute http(s) URL"},
-		"ftp url":        {`[{"name":"a","url":"ftp://x/","secret":"` + secret + `"}]`, "absolute http(s) URL"},
-		"no prefix":      {`[{"name":"a","url":"https://x","secret":"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]`, `"whsec_"`},
-		"not base64":     {`[{"name":"a","url":"https://x","secret":"whsec_!!!"}]`, "base64"},
-		"short secret":   {`[{"name":"a","url":"https://x","secret":"whsec_YWJj"}]`, "at least 16 bytes"},
-		"unknown type":   {`[{"name":"a","url":"https://x","secret":"` + secret + `","types":["io.maintsignals.command.applyed"]}]`, "is not one of"},
-		"unknown state":  {`[{"name":"a","url":"https://x","secret":"` + secret + `","states":["pending"]}]`, "is not one of"},
-		"same name":      {`[{"name":"a","url":"https://x","secret":"` + secret + `"},{"name":"a","url":"https://y","secret":"` + secret + `"}]`, "used twice"},
-		"missing CA":     {`[{"name":"a","url":"https://x","secret":"` + secret + `","caFile":"/nonexistent/ca.pem"}]`, "caFile"},
-		"CA without PEM": {`[{"name":"a","url":"https://x","secret":"` + secret + `","caFile":"` + caBad + `"}]`, "no PEM"},
+		"not an array":     {`{"name":"a"}`, "JSON array"},
+		"unknown field":    {`[{"name":"a","url":"https://x","secret":"` + secret + `","state":["Pending"]}]`, "unknown field"},
+		"bad name":         {`[{"name":"a.b","url":"https://x","secret":"` + secret + `"}]`, "name must be"},
+		"relative url":     {`[{"name":"a","url":"/hook","secret":"` + secret + `"}]`, "absolute http(s) URL"},
+		"ftp url":          {`[{"name":"a","url":"ftp://x/","secret":"` + secret + `"}]`, "absolute http(s) URL"},
+		"no prefix":        {`[{"name":"a","url":"https://x","secret":"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}]`, `"whsec_"`},
+		"not base64":       {`[{"name":"a","url":"https://x","secret":"whsec_!!!"}]`, "base64"},
+		"short secret":     {`[{"name":"a","url":"https://x","secret":"whsec_YWJj"}]`, "at least 16 bytes"},
+		"unknown type":     {`[{"name":"a","url":"https://x","secret":"` + secret + `","types":["io.maintsignals.command.applyed"]}]`, "is not one of"},
+		"unknown state":    {`[{"name":"a","url":"https://x","secret":"` + secret + `","states":["pending"]}]`, "is not one of"},
+		"unknown category": {`[{"name":"a","url":"https://x","secret":"` + secret + `","categories":["Planned"]}]`, "is not"},
+		"same name":        {`[{"name":"a","url":"https://x","secret":"` + secret + `"},{"name":"a","url":"https://y","secret":"` + secret + `"}]`, "used twice"},
+		"missing CA":       {`[{"name":"a","url":"https://x","secret":"` + secret + `","caFile":"/nonexistent/ca.pem"}]`, "caFile"},
+		"CA without PEM":   {`[{"name":"a","url":"https://x","secret":"` + secret + `","caFile":"` + caBad + `"}]`, "no PEM"},
 	} {
 		_, err := webhook.Parse([]byte(c.json))
 		if !errors.Is(err, webhook.ErrInvalidSubscription) || !strings.Contains(err.Error(), c.want) {

@@ -21,8 +21,10 @@ import (
 func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 	env := testenv.Start(t)
 	all, applied, pending, prefixed := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
+	planned, inWindow, action := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
 	urls := map[string]string{}
-	for name, rc := range map[string]*receiver{"all": all, "applied": applied, "pending": pending, "prefixed": prefixed} {
+	for name, rc := range map[string]*receiver{"all": all, "applied": applied, "pending": pending, "prefixed": prefixed,
+		"planned": planned, "inwindow": inWindow, "action": action} {
 		srv := httptest.NewServer(rc)
 		t.Cleanup(srv.Close)
 		urls[name] = srv.URL + "/hooks/maint?token=abc"
@@ -31,8 +33,13 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 	subB.Types = []string{domain.CETypeApplied}
 	subC.States = []domain.State{domain.StatePending}
 	subD.ResourcePrefix = cluster(1)[:len(cluster(1))-2] + "C1" // any casing of …/c1
+	// The annotations' filters.
+	yes := true
+	subE, subF, subG := sub("planned", urls["planned"]), sub("inwindow", urls["inwindow"]), sub("action", urls["action"])
+	subE.Categories, subF.InWindow, subG.ActionRequired = []string{domain.CategoryPlanned}, &yes, &yes
 	// A long timeout: no delivery is retried for being slow on a busy machine.
-	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD}, Timeout: 15 * time.Second})
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD, subE, subF, subG}, Timeout: 15 * time.Second})
+	now := time.Now().UTC()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -44,6 +51,10 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 		{ID: "b2", ResourceID: cluster(2), Task: domain.TaskUpdateSucceeded}, // rejected: no update
 		{ID: "a3", ResourceID: cluster(1), Task: domain.TaskUpdateSucceeded},
 		{ID: "c1", ResourceID: cluster(10), Task: domain.TaskPending}, // …/c10: not under the …/c1 prefix, which ends at a path segment
+		{ID: "d1", ResourceID: cluster(3), Task: domain.TaskPending, Window: &domain.Window{Start: now.Add(-time.Hour), End: now.Add(time.Hour)}},
+		{ID: "d2", ResourceID: cluster(3), Task: domain.TaskOperatorUpdate}, // planned, inside its window
+		{ID: "e1", ResourceID: cluster(4), Task: domain.TaskCustomerActionNeeded},
+		{ID: "e2", ResourceID: cluster(4), Task: domain.TaskCertificatesRenewal, Force: true}, // unplanned
 	}
 	for _, c := range steps {
 		b, _ := c.Encode()
@@ -63,16 +74,19 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	for _, name := range []string{"applied", "pending", "prefixed"} { // each its own consumer, at its own pace
+	for _, name := range []string{"applied", "pending", "prefixed", "planned", "inwindow", "action"} { // each its own consumer, at its own pace
 		testenv.WebhookSettled(t, env.JS, name, 20*time.Second)
 	}
 	for _, c := range []struct {
 		rc   *receiver
 		want []string
 	}{
-		{applied, []string{"a1", "a2", "a3", "b1", "c1"}},
-		{pending, []string{"a1", "b1", "b2", "c1"}}, // b2 is rejected in Pending: its resulting state is Pending
+		{applied, []string{"a1", "a2", "a3", "b1", "c1", "d1", "d2", "e1", "e2"}},
+		{pending, []string{"a1", "b1", "b2", "c1", "d1"}}, // b2 is rejected in Pending: its resulting state is Pending
 		{prefixed, []string{"a1", "a2", "a3"}},
+		{planned, []string{"a2", "a3", "d2"}}, // announced work and its outcome, not e2's unplanned work
+		{inWindow, []string{"d2"}},            // a2 and a3: no window was announced
+		{action, []string{"e1"}},
 	} {
 		if got := ids(c.rc.succeeded()); !slices.Equal(got, c.want) {
 			t.Errorf("delivered %v, want %v", got, c.want)

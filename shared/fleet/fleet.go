@@ -41,20 +41,27 @@ type Facts struct {
 	Overdue  bool
 	Stuck    bool
 	Conflict bool
+	// Policy is the scope (resource ID as written) of the customer's policy in force for the
+	// entity; "" when none.
+	Policy string
 }
 
 // Judge is the facts of r at now: overdue (domain.Record.Overdue), stuck after stuckAfter
 // (domain.Record.Stuck) and in conflict with the policy in force (policy.Conflict).
 func Judge(r domain.Record, now time.Time, stuckAfter time.Duration, in InForce) Facts {
-	return Facts{Overdue: r.Overdue(now), Stuck: r.Stuck(now, stuckAfter),
-		Conflict: in.Policy != nil && policy.Conflict(r, in.Policy, in.Since, now) != ""}
+	f := Facts{Overdue: r.Overdue(now), Stuck: r.Stuck(now, stuckAfter)}
+	if in.Policy != nil {
+		f.Conflict = policy.Conflict(r, in.Policy, in.Since, now) != ""
+		f.Policy = in.Policy.Scope().ID
+	}
+	return f
 }
 
 // Record is a record as every reader shows it: the fields of the contract's record with their
 // types (lastError a string, "" when none), the entity key, the record's revision in the bucket,
 // whether the entity was ever seen and is tracked, and the facts under one name each. What a
 // record keeps for exactly-once handling (recent ids, the last event, admission, signatures)
-// is left out.
+// is left out. Policy is the scope of the customer's policy in force, when one is.
 type Record struct {
 	ResourceID     string              `json:"resourceId"`
 	Key            string              `json:"key"`
@@ -77,6 +84,7 @@ type Record struct {
 	Overdue        bool                `json:"overdue"`
 	Stuck          bool                `json:"stuck"`
 	Conflict       bool                `json:"conflict"`
+	Policy         string              `json:"policy,omitempty"`
 }
 
 // View is the shown form of the record r of key at revision rev (0: never seen), with its
@@ -91,5 +99,5 @@ func View(key string, rev uint64, r domain.Record, f Facts) Record {
 		Window: r.Window, Reason: r.Reason, StateSince: r.StateSince, UpdatedAt: r.UpdatedAt,
 		LastCommandID: r.LastCommandID, LastCommandSeq: r.LastCommandSeq, Version: r.Version,
 		Campaign: r.Campaign, ForgottenAt: r.ForgottenAt,
-		Overdue: f.Overdue, Stuck: f.Stuck, Conflict: f.Conflict}
+		Overdue: f.Overdue, Stuck: f.Stuck, Conflict: f.Conflict, Policy: f.Policy}
 }
