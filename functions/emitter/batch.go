@@ -156,10 +156,10 @@ type batcher struct {
 	get      func() *batch // an empty batch
 	cur      *batch
 
-	// byState counts the entities emitted per state (indexed as domain.States), for
-	// cluster.maintenance.entities. It counts what this run emitted, not every record: a None
-	// entity past its retention is no longer tracked, so the fleet view always equals the
-	// number of status points at 1.
+	// byState counts the tracked entities per state (indexed as domain.States), for
+	// cluster.maintenance.entities: those emitted, and those in None past the retention (no
+	// longer emitted, still in None), so that the fleet view counts what list and the web view
+	// count. A forgotten entity is not counted.
 	byState  []int64
 	entities int
 	points   int

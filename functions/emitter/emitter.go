@@ -180,9 +180,10 @@ type Result struct {
 	Entities int
 	Points   int
 	Requests int
-	// ByState counts the emitted entities per state, indexed as domain.States.
+	// ByState counts the tracked entities per state (those in None past the retention too),
+	// indexed as domain.States.
 	ByState []int64
-	// Dropped counts entities in None past the retention period, not emitted.
+	// Dropped counts the entities not emitted: in None past the retention period, or forgotten.
 	Dropped int
 	// Corrupt counts records that could not be read (or carry an unknown state), skipped.
 	Corrupt int

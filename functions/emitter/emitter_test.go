@@ -41,7 +41,8 @@ func TestEmitter_ExportsEachEntityStateAtEveryTick(t *testing.T) {
 			id := "/subscriptions/0B1F/resourceGroups/RG-1/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
 			other := aroID("s2", 7)
 			put(t, st, domain.Record{ResourceID: other, State: domain.StateCustomerActionNeeded, StateSince: time.Now()})
-			// Long in None: past its retention before the test starts, never emitted.
+			// Long in None: past its retention before the test starts, never emitted, but still an
+			// entity in None in the fleet view.
 			put(t, st, domain.Record{ResourceID: aroID("s2", 8), State: domain.StateNone, StateSince: time.Now().Add(-48 * time.Hour)})
 
 			startEmitter(t, env.JS, tel, emitter.Config{Retention: retention, PUCM: tt.pucm, ExportTimeout: 800 * time.Millisecond}, nil, "a")
@@ -52,13 +53,13 @@ func TestEmitter_ExportsEachEntityStateAtEveryTick(t *testing.T) {
 				fleet string
 			}{
 				{"pending", domain.Record{State: domain.StatePending, Reason: "kernel update"},
-					"none=0 pending=1 planned=0 unplanned=0 customer_action_needed=1"},
+					"none=1 pending=1 planned=0 unplanned=0 customer_action_needed=1"},
 				{"planned while updating", domain.Record{State: domain.StatePlanned, Updating: true, Task: domain.TaskEverything},
-					"none=0 pending=0 planned=1 unplanned=0 customer_action_needed=1"},
+					"none=1 pending=0 planned=1 unplanned=0 customer_action_needed=1"},
 				{"update failed keeps planned", domain.Record{State: domain.StatePlanned, Task: domain.TaskEverything, LastError: "upgrade timed out"},
-					"none=0 pending=0 planned=1 unplanned=0 customer_action_needed=1"},
+					"none=1 pending=0 planned=1 unplanned=0 customer_action_needed=1"},
 				{"none", domain.Record{State: domain.StateNone},
-					"none=1 pending=0 planned=0 unplanned=0 customer_action_needed=1"},
+					"none=2 pending=0 planned=0 unplanned=0 customer_action_needed=1"},
 			}
 			var noneSince time.Time
 			for _, step := range steps {
@@ -93,7 +94,7 @@ func TestEmitter_ExportsEachEntityStateAtEveryTick(t *testing.T) {
 			if got := entityLines(last, id); len(got) != 0 {
 				t.Errorf("entity still emitted %s after None: %v", runTime(last).Sub(noneSince), got)
 			}
-			if got := fleet(last); got != "none=0 pending=0 planned=0 unplanned=0 customer_action_needed=1" {
+			if got := fleet(last); got != "none=2 pending=0 planned=0 unplanned=0 customer_action_needed=1" {
 				t.Errorf("fleet after drop-out: %s", got)
 			}
 			for _, e := range ticksOf(r, shards) {

@@ -129,6 +129,11 @@ func (r *run) entry(en store.Entry, derr error) error {
 	}
 	if !emitted(en.Record, sr.b.now, r.e.cfg.Retention) {
 		sr.dropped++
+		if !en.Record.Forgotten() {
+			// In None past the retention: out of the status points, still an entity in None
+			// for the fleet view, as list and the web view count it (one definition).
+			sr.b.byState[si]++
+		}
 		return nil
 	}
 	id := en.Record.ResourceID

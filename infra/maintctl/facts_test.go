@@ -85,6 +85,9 @@ func TestFleetFacts_ListTheWebViewAndTheGaugesAgree(t *testing.T) {
 		{ResourceID: factsID("rg-10", "updating"), State: domain.StatePlanned, Updating: true, Task: domain.TaskEverything},
 		{ResourceID: factsID("rg-10", "failed"), State: domain.StateNone, LastError: "certificate rotation timed out"},
 		{ResourceID: factsID("rg-2", "customer"), State: domain.StateCustomerActionNeeded},
+		// In None for longer than the emitter's retention: out of the status points, still an
+		// entity in None everywhere.
+		{ResourceID: factsID("rg-2", "long-none"), State: domain.StateNone, StateSince: now.Add(-48 * time.Hour)},
 	}
 	for _, r := range fleetRecs {
 		writeRecord(t, st, r, now)
@@ -136,8 +139,8 @@ func TestFleetFacts_ListTheWebViewAndTheGaugesAgree(t *testing.T) {
 	for _, r := range list {
 		last = max(last, r.Revision)
 	}
-	want := counts{Entities: 7, States: map[domain.State]int{domain.StatePending: 3, domain.StateUnplanned: 1, domain.StatePlanned: 1,
-		domain.StateNone: 1, domain.StateCustomerActionNeeded: 1}, Overdue: 1, Stuck: 1, Conflicts: 1}
+	want := counts{Entities: 8, States: map[domain.State]int{domain.StatePending: 3, domain.StateUnplanned: 1, domain.StatePlanned: 1,
+		domain.StateNone: 2, domain.StateCustomerActionNeeded: 1}, Overdue: 1, Stuck: 1, Conflicts: 1}
 	if got := countRecords(list); got.String() != want.String() {
 		t.Fatalf("list counts %v, want %v", got, want)
 	}
@@ -204,7 +207,9 @@ func writeRecord(t *testing.T, st *store.Store, r domain.Record, now time.Time) 
 	r.Version = domain.RecordVersion
 	r.LastCommandID = "facts-" + key[len(key)-8:]
 	r.LastCommandSeq = prev.LastCommandSeq + 1
-	r.StateSince = now
+	if r.StateSince.IsZero() {
+		r.StateSince = now
+	}
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = now
 	}
