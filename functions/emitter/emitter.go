@@ -51,6 +51,7 @@ type Emitter struct {
 	tel     *telemetry.Telemetry
 	log     *slog.Logger
 	health  *health
+	streams *streamStats
 	runtime metric.MeterProvider
 
 	// shards are the shard consumers provisioning created.
@@ -91,16 +92,21 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 	if err != nil {
 		return nil, fmt.Errorf("emitter: %w", err)
 	}
+	ss, err := newStreamStats(tel.Meter(ScopeName), js, log)
+	if err != nil {
+		_ = h.close()
+		return nil, err
+	}
 	e := &Emitter{
-		cfg: cfg, store: st, tel: tel, log: log, health: h,
+		cfg: cfg, store: st, tel: tel, log: log, health: h, streams: ss,
 		runtime: tel.MeterProvider(), shards: shards, pool: make(chan *batch, 8), policies: view,
 	}
 	e.coalesce = &function.Coalesce[Result]{Window: cfg.gatherWindow(), Run: e.run}
 	return e, nil
 }
 
-// Close unregisters the emitter's health callbacks.
-func (e *Emitter) Close() error { return e.health.close() }
+// Close unregisters the emitter's health and stream callbacks.
+func (e *Emitter) Close() error { return errors.Join(e.health.close(), e.streams.close()) }
 
 // RuntimeConfig is how the function runtime serves the emitter: every shard consumer of the
 // schedule stream, each pinned to one replica at a time and spread over the replicas (the

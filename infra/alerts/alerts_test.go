@@ -88,8 +88,11 @@ func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, join
 		for _, l := range strings.Split(m[1], ",") {
 			l = strings.TrimSpace(l)
 			metric := byMetric
-			if strings.HasPrefix(l, "maintenance_campaign_") {
+			switch {
+			case strings.HasPrefix(l, "maintenance_campaign_"):
 				metric = byCampaignMetric
+			case l == "messaging_destination_name":
+				metric = byStreamMetric
 			}
 			labels[metric] = append(labels[metric], l)
 		}
@@ -174,6 +177,9 @@ func exerciseCampaigns(t *testing.T, ctx context.Context, env *testenv.Env, tel 
 
 // byMetric is the metric the rules aggregate by a label of (the emitter's coverage, by shard).
 const byMetric = "cluster_maintenance_emitter_coverage_ratio"
+
+// byStreamMetric carries the stream the stream rules aggregate by.
+const byStreamMetric = "cluster_maintenance_stream_subjects"
 
 // byCampaignMetric carries every label the campaign rules aggregate by (the id and the phase).
 const byCampaignMetric = "cluster_maintenance_campaign_entities"

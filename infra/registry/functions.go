@@ -228,8 +228,9 @@ func emitterFunction() Function {
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.EmitterShardPrefix, Pinned: true}},
 		// It scans the bucket and follows the policies (cluster.maintenance.conflicts); a lone
 		// replica reads the tick interval from the schedule; it finds the shard consumers that
-		// provisioning created.
-		Access: Access{Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream}, API: []string{scheduleConsumerNames}},
+		// provisioning created; it reports the size of every stream (cluster.maintenance.stream.*).
+		Access: Access{Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream},
+			API: append([]string{scheduleConsumerNames}, streamInfos()...)},
 		Flags:  emitterFlags,
 	}
 }
@@ -300,6 +301,15 @@ func noticesFlags(fs *pflag.FlagSet) Instance {
 
 // scheduleConsumerNames lists the consumers of the schedule stream.
 const scheduleConsumerNames = "$JS.API.CONSUMER.NAMES." + domain.ScheduleStream
+
+// streamInfos are the info requests of every stream of the product: their state, no message.
+func streamInfos() []string {
+	var out []string
+	for _, s := range domain.Streams() {
+		out = append(out, "$JS.API.STREAM.INFO."+s)
+	}
+	return out
+}
 
 // shardConsumers are a tick function's consumers of the ticks, one per shard (named by name):
 // the ticks stay in the stream (limits retention), and each consumer hands every tick to the

@@ -117,3 +117,22 @@ func CommandPartitionTransform(n int) string {
 // the ack wait, but at least 3 s, so that a live replica (which pulls again at least every
 // second) never loses it between pulls.
 func PinnedTTL(ackWait time.Duration) time.Duration { return max(ackWait, 3*time.Second) }
+
+// HighCardinalityThreshold is nats-server's limit (highCardinalityThreshold in
+// server/filestore.go) past which a stream holding more subjects, or more interior deletes,
+// no longer writes its index periodically: after a crash it rebuilds its state by reading
+// every message block. No stream of the product is meant to come near it (README, A year at a
+// million entities).
+const HighCardinalityThreshold = 1_000_000
+
+// Streams lists every stream the product provisions (the buckets' and the object store's
+// included), for the operators' view of their size (cluster.maintenance.stream.*). Optional
+// ones (campaigns, webhooks) may be absent.
+func Streams() []string {
+	return []string{
+		CommandsStream, EventsStream, NoticesStream, DLQStream, ScheduleStream, PoliciesStream,
+		"KV_" + Bucket, PoliciesBucketStream,
+		CampaignsStream, "KV_" + CampaignsBucket, "KV_" + CampaignEntitiesBucket, "OBJ_" + CampaignListsBucket,
+		WebhookStream,
+	}
+}
