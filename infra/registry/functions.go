@@ -231,7 +231,7 @@ func emitterFunction() Function {
 		// provisioning created; it reports the size of every stream (cluster.maintenance.stream.*).
 		Access: Access{Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream},
 			API: append([]string{scheduleConsumerNames}, streamInfos()...)},
-		Flags:  emitterFlags,
+		Flags: emitterFlags,
 	}
 }
 
