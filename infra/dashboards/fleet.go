@@ -80,6 +80,17 @@ func Fleet() (dashboard.Dashboard, error) {
 	d.WithPanel(series(cover[0], "Emitter coverage per shard", "The share of each shard that its last run sent: 1 when the run finished in time. Below 1, the runs stop short (the fleet outgrew the emitter replicas, or the collector is slow) and the entities left out change from tick to tick.", "percentunit",
 		query("A", `max by (cluster_maintenance_emitter_shard) (cluster_maintenance_emitter_coverage_ratio)`, "shard {{cluster_maintenance_emitter_shard}}")))
 
+	d.WithRow(l.row("Streams"))
+	streams := l.line(8, 12, 12)
+	d.WithPanel(series(streams[0], "Subjects per stream", "Subjects each stream of the product holds (the records bucket: one per entity), against nats-server's high-cardinality threshold of 1,000,000: past it the server stops writing the stream's index periodically, and a node that crashes rebuilds the stream by reading every block. The alert MaintenanceStreamNearHighCardinality fires at 80 %.", "short",
+		query("A", `max by (messaging_destination_name) (cluster_maintenance_stream_subjects)`, "{{messaging_destination_name}}")).
+		Thresholds(thresholds("green", above(800000, "orange"), above(1000000, "red"))).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)))
+	d.WithPanel(series(streams[1], "Interior deletes per stream", "Messages removed between a stream's first and last (every overwritten record leaves one until the first sequence moves past it), against the same threshold of 1,000,000.", "short",
+		query("A", `max by (messaging_destination_name) (cluster_maintenance_stream_interior_deletes)`, "{{messaging_destination_name}}")).
+		Thresholds(thresholds("green", above(800000, "orange"), above(1000000, "red"))).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)))
+
 	d.WithRow(l.row("Commands"))
 	cmds := l.line(8, 6, 6, 6, 6)
 	d.WithPanel(series(cmds[0], "Commands by outcome", "Commands handled per minute: applied, duplicate, rejected (with the error code) or dead-lettered (maintctl dlq list).", "opm",

@@ -3,6 +3,7 @@ package dashboards_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ func id(kind, batch string) string { return idPrefix + kind + "-" + batch }
 type fleet struct {
 	start   time.Time
 	windows map[string]domain.Window // by kind, the same in every batch
+	// streams are the streams of the product that the stack provisioned (the emitter reports
+	// the size of each).
+	streams []string
 }
 
 func newFleet(now time.Time) fleet {
@@ -107,6 +111,11 @@ func startFleet(t *testing.T) (*testenv.Prometheus, fleet) {
 	for _, b := range batches {
 		s.send(t, ctx, f.batch(b))
 		s.export(t, ctx)
+	}
+	for name := range s.env.JS.StreamNames(ctx).Name() {
+		if slices.Contains(domain.Streams(), name) {
+			f.streams = append(f.streams, name)
+		}
 	}
 	return prom, f
 }

@@ -52,6 +52,15 @@ func shardSeries(v check) []series {
 	return out
 }
 
+// perStream is one series per stream, labelled with its name, its value checked by v.
+func perStream(streams []string, v func(stream string) check) []series {
+	var out []series
+	for _, s := range streams {
+		out = append(out, series{map[string]string{"messaging_destination_name": s}, v(s)})
+	}
+	return out
+}
+
 // positive is a rate of something that happened between the two exports.
 var positive = check{"> 0", func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }}
 
@@ -119,6 +128,16 @@ func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string
 				"B": one(eq(float64(len(kinds)) * n)),
 			},
 			"Emitter coverage per shard": {"A": {series: shardSeries(eq(1))}},
+			// The size of each stream as an export read it: the records bucket holds one subject
+			// per entity sent by then (its size is read at most every 10 s, so perhaps the
+			// first batch's alone), the rest far below the threshold.
+			"Subjects per stream": {"A": {series: perStream(f.streams, func(s string) check {
+				if s == "KV_"+domain.Bucket {
+					return within(float64(len(kinds)), float64(len(kinds))*n)
+				}
+				return within(0, 1e5)
+			})}},
+			"Interior deletes per stream": {"A": {series: perStream(f.streams, func(string) check { return within(0, 1e5) })}},
 			"Commands by outcome": {"A": {series: []series{
 				{map[string]string{"cluster_maintenance_outcome": "applied"}, positive},
 				{map[string]string{"cluster_maintenance_outcome": "rejected", "cluster_maintenance_code": "RequestNotAllowed"}, positive},
