@@ -108,23 +108,34 @@ func (d *Applier) act(ctx context.Context, key string, cmd domain.Command, msg f
 // fence writes a refusal's fence over cur and then publishes the refusal; not done: the record
 // moved on meanwhile (perhaps by the very commit the fence is for), so decide again.
 func (d *Applier) fence(ctx context.Context, key string, cur store.Versioned, dec decision, log *slog.Logger) (done bool, err error) {
-	if err := function.Holding(ctx); err != nil {
-		return true, err
+	newRev, done, err := d.write(ctx, key, cur, dec.Next, log)
+	if !done || err != nil {
+		return done, err
 	}
-	newRev, err := d.records.Put(ctx, key, cur, dec.Next)
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
-		log.Info("record moved on before the refusal's fence; re-reading", "err", err)
-		d.cache.forget(key)
-		return false, nil
-	}
-	if err != nil {
-		d.cache.forget(key)
-		return true, fmt.Errorf("write the refusal's fence: %w", err)
-	}
-	d.cache.put(key, dec.Next, newRev)
 	dec.Event.Revision = newRev
 	log.Info("refusal of a redelivered command fenced", "outcome", dec.Event.Outcome, "revision", newRev)
 	return true, d.refused(ctx, key, dec.Event)
+}
+
+// write puts next over cur while this replica still holds the command (one that lost it - cut
+// off, its lease run out, its pin moved - leaves it to the replica that has it now) and keeps
+// it as this replica's last write; not done: the record moved on meanwhile.
+func (d *Applier) write(ctx context.Context, key string, cur store.Versioned, next domain.Record, log *slog.Logger) (rev uint64, done bool, err error) {
+	if err := function.Holding(ctx); err != nil {
+		return 0, true, err
+	}
+	rev, err = d.records.Put(ctx, key, cur, next)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
+		log.Debug("record moved on; re-reading", "err", err)
+		d.cache.forget(key)
+		return 0, false, nil
+	}
+	if err != nil {
+		d.cache.forget(key)
+		return 0, true, fmt.Errorf("write record: %w", err)
+	}
+	d.cache.put(key, next, rev)
+	return rev, true, nil
 }
 
 // refused publishes a refusal, rejected or dead_lettered, under its outcome's id, while this
@@ -147,22 +158,10 @@ func (d *Applier) refused(ctx context.Context, key string, ev domain.Event) erro
 // commit writes an applied decision over cur and publishes its outcome; not done: the record
 // moved on meanwhile.
 func (d *Applier) commit(ctx context.Context, key string, cmd domain.Command, msg function.Message, cur store.Versioned, dec decision, log *slog.Logger) (done bool, err error) {
-	// Commit only while this replica still holds the command: one that lost it (cut off,
-	// its lease run out, its pin moved) leaves it to the replica that has it now.
-	if err := function.Holding(ctx); err != nil {
-		return true, err
+	newRev, done, err := d.write(ctx, key, cur, dec.Next, log)
+	if !done || err != nil {
+		return done, err
 	}
-	newRev, err := d.records.Put(ctx, key, cur, dec.Next)
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrStale) {
-		log.Debug("record moved on; re-reading", "err", err)
-		d.cache.forget(key)
-		return false, nil
-	}
-	if err != nil {
-		d.cache.forget(key)
-		return true, fmt.Errorf("write record: %w", err)
-	}
-	d.cache.put(key, dec.Next, newRev)
 	dec.Event.Revision = newRev
 	d.metrics.transition(ctx, dec.Transition, cmd.Task)
 	d.metrics.command(ctx, domain.OutcomeApplied, "")

@@ -148,17 +148,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := t0.Add(time.Hour)
-			if tc.rules.MaxCommandAge == 0 {
-				tc.rules.MaxCommandAge = 15 * time.Minute
-			}
-			var rec *domain.Record
-			if !tc.unread {
-				rec = &tc.rec
-			}
-			if rec == nil && tc.gate == nil && tc.gaveUp == "" {
-				rec = &tc.rec
-			}
-			dec := decideAny(rec, tc.cmd, tc.d, tc.rules, tc.gate, tc.gaveUp, at)
+			dec := decideAny(tc.rec, tc.unread, tc.cmd, tc.d, tc.rules, tc.gate, tc.gaveUp, at)
 			if dec.Action != tc.want {
 				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
 			}
@@ -426,14 +416,7 @@ func TestDecide_RefusalOnRedeliveryIsFenced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := t0.Add(time.Hour)
-			if tc.rules.MaxCommandAge == 0 {
-				tc.rules.MaxCommandAge = 15 * time.Minute
-			}
-			var rec *domain.Record
-			if !tc.unread {
-				rec = &tc.rec
-			}
-			dec := decideAny(rec, tc.cmd, tc.d, tc.rules, tc.gate, tc.gaveUp, at)
+			dec := decideAny(tc.rec, tc.unread, tc.cmd, tc.d, tc.rules, tc.gate, tc.gaveUp, at)
 			if dec.Action != tc.want {
 				t.Fatalf("action %s (%s), want %s", dec.Action, dec.Why, tc.want)
 			}
@@ -463,7 +446,7 @@ func TestDecide_RefusalOnRedeliveryIsFenced(t *testing.T) {
 					gate   *domain.Rejection
 					gaveUp string
 				}{{}, {gate: garbled}, {gaveUp: "lease lost"}} {
-					got := decideAny(&fence, tc.cmd, d, settings{MaxCommandAge: 15 * time.Minute}, how.gate, how.gaveUp, at)
+					got := decideAny(fence, false, tc.cmd, d, settings{}, how.gate, how.gaveUp, at)
 					if got.Action != actRepublish || got.Event != dec.Event {
 						t.Errorf("the fenced command again (redelivered %v, gate %v, gave up %q): %s %+v, want its refusal republished", d.Redelivered, how.gate != nil, how.gaveUp, got.Action, got.Event)
 					}
@@ -480,13 +463,21 @@ func TestDecide_RefusalOnRedeliveryIsFenced(t *testing.T) {
 	}
 }
 
-// decideAny decides as the handler would: at the gate (gate), given up (gaveUp) or in full.
-func decideAny(rec *domain.Record, cmd domain.Command, d delivery, rules settings, gate *domain.Rejection, gaveUp string, at time.Time) decision {
+// decideAny decides as the handler would: at the gate (gate), given up (gaveUp) or in full;
+// unread: no record could be read (a refusal only). A zero MaxCommandAge takes 15 minutes.
+func decideAny(rec domain.Record, unread bool, cmd domain.Command, d delivery, rules settings, gate *domain.Rejection, gaveUp string, at time.Time) decision {
+	if rules.MaxCommandAge == 0 {
+		rules.MaxCommandAge = 15 * time.Minute
+	}
+	read := &rec
+	if unread {
+		read = nil
+	}
 	switch {
 	case gate != nil:
-		return decideRejection(rec, cmd, gate, d, at)
+		return decideRejection(read, cmd, gate, d, at)
 	case gaveUp != "":
-		return decideDeadLetter(rec, cmd, gaveUp, d, at)
+		return decideDeadLetter(read, cmd, gaveUp, d, at)
 	}
-	return decide(*rec, cmd, d, rules, at)
+	return decide(rec, cmd, d, rules, at)
 }
