@@ -9,6 +9,7 @@ import (
 	fn "maintsignals/functions/campaign"
 	"maintsignals/infra/provision"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -134,7 +135,7 @@ func TestCampaign_PauseWithdrawResume(t *testing.T) {
 	s.tick()
 	again := s.waitApplied("p1", 2, 1)
 	for _, ev := range s.events() {
-		if _, g, w, _, ok := core.ParseCommandID(ev.CommandID); ok && g == 2 && !w && ev.Outcome == domain.OutcomeApplied {
+		if _, g, w, _, ok := admission.ParseCommandID(ev.CommandID); ok && g == 2 && !w && ev.Outcome == domain.OutcomeApplied {
 			if r := s.get(ev.ResourceID); r.Window.Start.Before(resumed.Add(time.Hour)) {
 				t.Errorf("%s announced again at %s, less than the notice after the resume (%s)", ev.ResourceID, r.Window.Start, resumed)
 			}
@@ -147,7 +148,7 @@ func TestCampaign_PauseWithdrawResume(t *testing.T) {
 func (s *stack) withdrawals(id string) map[string][]domain.Outcome {
 	out := map[string][]domain.Outcome{}
 	for _, ev := range s.events() {
-		if cid, _, w, _, ok := core.ParseCommandID(ev.CommandID); ok && cid == id && w {
+		if cid, _, w, _, ok := admission.ParseCommandID(ev.CommandID); ok && cid == id && w {
 			k := domain.MustKey(ev.ResourceID)
 			out[k] = append(out[k], ev.Outcome)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 )
@@ -74,7 +74,7 @@ func (f *Function) readOutcomes(ctx context.Context, from uint64) (outcomes, err
 
 // campaignOf is the campaign an outcome event concerns ("" for none).
 func campaignOf(ev domain.Event) string {
-	if id, _, _, _, ok := core.ParseCommandID(ev.CommandID); ok {
+	if id, _, _, _, ok := admission.ParseCommandID(ev.CommandID); ok {
 		return id
 	}
 	if ev.Campaign != nil {

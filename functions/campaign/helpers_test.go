@@ -13,6 +13,7 @@ import (
 	fn "maintsignals/functions/campaign"
 	commandfn "maintsignals/functions/command"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
@@ -175,7 +176,7 @@ func (e stored) lifecycle() core.Event {
 func (s *stack) applied(id string, gen int) map[string]int {
 	out := map[string]int{}
 	for _, ev := range s.events() {
-		cid, g, withdraw, _, ok := core.ParseCommandID(ev.CommandID)
+		cid, g, withdraw, _, ok := admission.ParseCommandID(ev.CommandID)
 		if ok && cid == id && g == gen && !withdraw && ev.Outcome == domain.OutcomeApplied {
 			out[domain.MustKey(ev.ResourceID)]++
 		}

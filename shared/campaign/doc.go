@@ -3,6 +3,8 @@
 // windows, and holds the rules by which a campaign function tracks them and obeys its control
 // commands. It does no I/O: the function reads the stores and the streams, this package
 // decides, the function publishes what it decided and then writes the state it returned.
+// The ids of a campaign's commands and the rule by which the command function admits them
+// are in package admission, which the command function imports alone.
 //
 // Semantics, which the campaign function, the CLI and the web view share:
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -104,9 +105,9 @@ func TestObserve_PhaseFollowsTheOutcomeEvents(t *testing.T) {
 		}
 		switch c.kind {
 		case ours:
-			c.ev.CommandID = campaign.AnnounceID(camp.ID, 1, entityKey)
+			c.ev.CommandID = admission.AnnounceID(camp.ID, 1, entityKey)
 		case withdrawal:
-			c.ev.CommandID = campaign.WithdrawID(camp.ID, 1, entityKey)
+			c.ev.CommandID = admission.WithdrawID(camp.ID, 1, entityKey)
 		}
 		got := campaign.Observe(camp, campaign.Settings{}, entityKey, c.e, c.ev)
 		switch {
@@ -182,9 +183,9 @@ func TestStep_WhatTimeAndTheCampaignDo(t *testing.T) {
 		switch {
 		case c.command == "" && len(fx.Commands) > 0:
 			t.Errorf("%s: sends %+v", c.name, fx.Commands)
-		case c.command == "announce" && (len(fx.Commands) != 1 || fx.Commands[0].ID != campaign.AnnounceID(camp.ID, got.Generation, entityKey) || fx.Commands[0].Window != got.Window):
+		case c.command == "announce" && (len(fx.Commands) != 1 || fx.Commands[0].ID != admission.AnnounceID(camp.ID, got.Generation, entityKey) || fx.Commands[0].Window != got.Window):
 			t.Errorf("%s: commands %+v, want its announcement", c.name, fx.Commands)
-		case c.command == "withdraw" && (len(fx.Commands) != 1 || fx.Commands[0].ID != campaign.WithdrawID(camp.ID, got.Generation, entityKey) || !got.Withdrawing):
+		case c.command == "withdraw" && (len(fx.Commands) != 1 || fx.Commands[0].ID != admission.WithdrawID(camp.ID, got.Generation, entityKey) || !got.Withdrawing):
 			t.Errorf("%s: commands %+v (withdrawing %t), want its withdrawal", c.name, fx.Commands, got.Withdrawing)
 		}
 	}

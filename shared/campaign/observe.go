@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -26,9 +27,9 @@ import (
 // function reads it from the record).
 func Observe(c *Campaign, set Settings, key string, e Entity, ev domain.Event) Entity {
 	switch ev.CommandID {
-	case AnnounceID(c.ID, e.Generation, key):
+	case admission.AnnounceID(c.ID, e.Generation, key):
 		return observeAnnouncement(set, e, ev)
-	case WithdrawID(c.ID, e.Generation, key):
+	case admission.WithdrawID(c.ID, e.Generation, key):
 		return observeWithdrawal(c, set, e, ev)
 	}
 	if ev.Outcome != domain.OutcomeApplied || ev.Campaign == nil || ev.Campaign.ID != c.ID || ev.Campaign.Generation != e.Generation {

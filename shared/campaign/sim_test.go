@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -28,7 +29,7 @@ func newWorld(t *testing.T, minNotice time.Duration) *world {
 		announced: map[string]time.Time{}, finished: map[string]time.Time{}, withdrawn: map[string]int{}}
 }
 
-func (w *world) handle(key string, c campaign.Command, at time.Time) domain.Event {
+func (w *world) handle(key string, c admission.Command, at time.Time) domain.Event {
 	r := w.records[key]
 	if r.State == "" {
 		r.State = domain.StateNone
@@ -50,7 +51,7 @@ func (w *world) handle(key string, c campaign.Command, at time.Time) domain.Even
 	if rej := domain.CheckNotice(c.Command, at, w.minNotice); rej != nil {
 		return reject(rej)
 	}
-	ref, rej := campaign.Admit(r, c, key)
+	ref, rej := admission.Admit(r, c, key)
 	if rej != nil {
 		return reject(rej)
 	}
@@ -280,7 +281,7 @@ func (f *function) updater(now time.Time) {
 			continue
 		}
 		send := func(task domain.Task, errText string) {
-			c := campaign.Command{Command: domain.Command{ID: fmt.Sprintf("u-%s-%s-%d", task, k.Key[len(k.Key)-4:], e.Generation), ResourceID: e.ResourceID, Task: task, Error: errText}}
+			c := admission.Command{Command: domain.Command{ID: fmt.Sprintf("u-%s-%s-%d", task, k.Key[len(k.Key)-4:], e.Generation), ResourceID: e.ResourceID, Task: task, Error: errText}}
 			f.observe(i, f.w.handle(k.Key, c, now))
 		}
 		switch {

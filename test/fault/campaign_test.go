@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
@@ -159,7 +160,7 @@ func checkAnnouncedOnce(t *testing.T, js jetstream.JetStream, ids []string, befo
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, gen, withdraw, _, ok := campaign.ParseCommandID(ev.CommandID)
+		c, gen, withdraw, _, ok := admission.ParseCommandID(ev.CommandID)
 		if !ok || c != "k1" || gen != 1 || withdraw || ev.Task != domain.TaskPending {
 			t.Errorf("an event of another command: %+v", ev)
 			return
