@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +17,7 @@ import (
 
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/registry"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 )
@@ -151,10 +150,8 @@ func readUsers(path string) ([]natsconf.User, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--users: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var entries []userJSON
-	if err := dec.Decode(&entries); err != nil {
+	if err := domain.DecodeKnown(b, &entries); err != nil {
 		return nil, fmt.Errorf(`--users %s: %w (want [{"name":"alice","role":"admin","nkey":"U…"}])`, path, err)
 	}
 	if len(entries) == 0 {

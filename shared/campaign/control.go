@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"maintsignals/shared/domain"
@@ -47,7 +48,7 @@ func (c Control) Compiled() *Spec { return c.compiled }
 // create's spec is compiled (targets "spec.…") and must have the campaign's id.
 func DecodeControl(body []byte, id, msgID string) (Control, *domain.Rejection) {
 	var c Control
-	if rej := decodeStrict(body, domain.MaxCommandBytes, "body", &c); rej != nil {
+	if rej := domain.DecodeStrict(body, domain.MaxCommandBytes, "body", &c); rej != nil {
 		return Control{}, rej
 	}
 	if rej := c.validate(id, msgID); rej != nil {
@@ -56,7 +57,7 @@ func DecodeControl(body []byte, id, msgID string) (Control, *domain.Rejection) {
 	if c.Action == ActionCreate {
 		s, rej := c.Spec.Compile()
 		if rej != nil {
-			rej.Target = join("spec", rej.Target)
+			rej.Target = strings.TrimSuffix("spec."+rej.Target, ".")
 			return c, rej
 		}
 		if s.ID != c.Campaign {
