@@ -18,6 +18,7 @@ import (
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -237,7 +238,7 @@ func t0ctx() context.Context { return context.Background() }
 func (s *stack) events() []domain.Event {
 	s.t.Helper()
 	var out []domain.Event
-	err := campaignstore.Read(context.Background(), s.env.JS, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}}, 0,
+	err := store.Read(context.Background(), s.env.JS, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}}, 0,
 		func(m jetstream.Msg, _ uint64) error {
 			ev, err := domain.DecodeEvent(m.Data())
 			out = append(out, ev)

@@ -110,9 +110,9 @@ func (pc *PolicyCache) Load(ctx context.Context, js jetstream.JetStream) (campai
 	defer pc.mu.Unlock()
 	prefix := "$KV." + domain.PoliciesBucket + "."
 	next := map[string]cachedPolicy{}
-	err := ScanLast(ctx, js, domain.PoliciesBucketStream, prefix+">", func(m jetstream.Msg, rev uint64) error {
+	err := store.ScanLast(ctx, js, domain.PoliciesBucketStream, prefix+">", func(m jetstream.Msg, rev uint64) error {
 		scope := strings.TrimPrefix(m.Subject(), prefix)
-		if m.Headers().Get("KV-Operation") != "" {
+		if store.Deleted(m) {
 			return nil
 		}
 		if old, ok := pc.compiled[scope]; ok && old.rev == rev {

@@ -16,6 +16,7 @@ import (
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // campaignSizes of one run: the entities of the announced campaign, and of the dry run.
@@ -203,7 +204,7 @@ func appliedRate(ctx context.Context, js jetstream.JetStream, from uint64, prefi
 			return 0, fmt.Errorf("%d of %d applied after 15 minutes", seen, n)
 		}
 		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1}
-		err := campaignstore.Read(ctx, js, domain.EventsStream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
+		err := store.Read(ctx, js, domain.EventsStream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
 			from = seq
 			ev, err := domain.DecodeEvent(m.Data())
 			if err != nil || ev.Outcome != domain.OutcomeApplied || ev.Task != domain.TaskPending || !strings.HasPrefix(ev.CommandID, prefix) {
