@@ -65,7 +65,7 @@ func (f *Function) create(ctx context.Context, c *core.Campaign, rev uint64, ctl
 }
 
 // plan plans spec s at at, from its list, the tracked entities under its prefixes and the
-// policies as they are now: what `maintctl campaign create --dry-run` plans too.
+// policies as they are now (see Plan).
 func (f *Function) plan(ctx context.Context, s *core.Spec, at time.Time) (*core.Plan, *domain.Rejection, error) {
 	var list *core.List
 	if s.List != nil {
@@ -80,15 +80,23 @@ func (f *Function) plan(ctx context.Context, s *core.Spec, at time.Time) (*core.
 			return nil, nil, err
 		}
 	}
-	sel, rej, err := campaignstore.Select(ctx, f.js, s, list)
+	return Plan(ctx, f.js, s, list, &f.policies, f.cfg.settings(), at)
+}
+
+// Plan plans spec s at at as the function plans a campaign it creates, from list (nil: none),
+// the entities tracked now under its prefixes and the policies as they are now (through
+// cache). `maintctl campaign create --dry-run` plans with it, so that a dry run is the plan
+// the function would make.
+func Plan(ctx context.Context, js jetstream.JetStream, s *core.Spec, list *core.List, cache *campaignstore.PolicyCache, set core.Settings, at time.Time) (*core.Plan, *domain.Rejection, error) {
+	sel, rej, err := campaignstore.Select(ctx, js, s, list)
 	if err != nil || rej != nil {
 		return nil, rej, err
 	}
-	pol, err := f.policies.Load(ctx, f.js)
+	pol, err := cache.Load(ctx, js)
 	if err != nil {
 		return nil, nil, err
 	}
-	return core.NewPlan(s, sel, pol, f.cfg.settings(), at), nil, nil
+	return core.NewPlan(s, sel, pol, set, at), nil, nil
 }
 
 // newCampaign writes the campaign, planning; it reads the outcome events stored from now on.

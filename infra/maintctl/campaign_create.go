@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	campaignfn "maintsignals/functions/campaign"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
@@ -173,26 +174,21 @@ func (a *app) createCampaign(cmd *cobra.Command, id string, f createFlags) error
 	return err
 }
 
-// dryRun plans s as the campaign function would now, and prints the plan.
+// dryRun plans s as the campaign function would now (campaignfn.Plan), and prints the plan.
 func (a *app) dryRun(parent context.Context, s *campaign.Spec, list *campaign.List, f createFlags, now time.Time) error {
 	ctx, cl, done, err := a.campaignSession(parent)
 	if err != nil {
 		return err
 	}
 	defer done()
-	sel, rej, err := campaignstore.Select(ctx, cl.JS, s, list)
+	var cache campaignstore.PolicyCache
+	plan, rej, err := campaignfn.Plan(ctx, cl.JS, s, list, &cache, campaign.Settings{MinNotice: f.minNotice}, now)
 	if err != nil {
 		return err
 	}
 	if rej != nil {
 		return fmt.Errorf("the selection: %w", rej)
 	}
-	var cache campaignstore.PolicyCache
-	pol, err := cache.Load(ctx, cl.JS)
-	if err != nil {
-		return err
-	}
-	plan := campaign.NewPlan(s, sel, pol, campaign.Settings{MinNotice: f.minNotice}, now)
 	if a.json() {
 		return plan.WriteJSON(a.stdout, f.plan)
 	}
