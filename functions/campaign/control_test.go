@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
-	fn "maintsignals/functions/campaign"
 	"maintsignals/infra/provision"
-	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
+	core "maintsignals/shared/campaign"
+	fn "maintsignals/functions/campaign"
 )
 
 // Campaign commands each have one outcome: a create again with the same spec is a duplicate,
@@ -34,7 +35,7 @@ func TestCampaign_CommandsOutcomes(t *testing.T) {
 		{"the same spec again", core.Control{Campaign: "c3", Action: core.ActionCreate, Spec: &doc}, domain.OutcomeDuplicate, "", ""},
 		{"another spec", core.Control{Campaign: "c3", Action: core.ActionCreate, Spec: ptr(spec("c3", *doc.Selection.List, earliest, "300h", nil))}, domain.OutcomeRejected, domain.CodeInvalidParameter, "spec"},
 		{"the same command id again", core.Control{ID: "create-1", Campaign: "c3", Action: core.ActionCreate, Spec: &doc}, domain.OutcomeDuplicate, "", ""},
-		{"a list not stored", core.Control{Campaign: "c4", Action: core.ActionCreate, Spec: ptr(spec("c4", core.ListRef{Object: "nope", SHA256: doc.Selection.List.SHA256, Count: 10}, earliest, "336h", nil))},
+		{"a list not stored", core.Control{Campaign: "c4", Action: core.ActionCreate, Spec: ptr(spec("c4", campaignspec.ListRef{Object: "nope", SHA256: doc.Selection.List.SHA256, Count: 10}, earliest, "336h", nil))},
 			domain.OutcomeRejected, domain.CodeInvalidParameter, "selection.list.object"},
 		{"no such campaign", core.Control{Campaign: "c5", Action: core.ActionPause}, domain.OutcomeRejected, domain.CodeRequestNotAllowed, "campaign"},
 		{"a wave it does not have", core.Control{Campaign: "c3", Action: core.ActionApprove, Wave: "canary"}, domain.OutcomeRejected, domain.CodeInvalidParameter, "wave"},

@@ -9,10 +9,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	core "maintsignals/shared/campaign"
 )
 
 // create applies a create: the same spec again is a duplicate and another spec refused
@@ -66,7 +67,7 @@ func (f *Function) create(ctx context.Context, c *core.Campaign, rev uint64, ctl
 
 // plan plans spec s at at, from its list, the tracked entities under its prefixes and the
 // policies as they are now (see Plan).
-func (f *Function) plan(ctx context.Context, s *core.Spec, at time.Time) (*core.Plan, *domain.Rejection, error) {
+func (f *Function) plan(ctx context.Context, s *campaignspec.Spec, at time.Time) (*core.Plan, *domain.Rejection, error) {
 	var list *core.List
 	if s.List != nil {
 		var err error
@@ -87,7 +88,7 @@ func (f *Function) plan(ctx context.Context, s *core.Spec, at time.Time) (*core.
 // the entities tracked now under its prefixes and the policies as they are now (through
 // cache). `maintctl campaign create --dry-run` plans with it, so that a dry run is the plan
 // the function would make.
-func Plan(ctx context.Context, js jetstream.JetStream, s *core.Spec, list *core.List, cache *campaignstore.PolicyCache, set core.Settings, at time.Time) (*core.Plan, *domain.Rejection, error) {
+func Plan(ctx context.Context, js jetstream.JetStream, s *campaignspec.Spec, list *core.List, cache *campaignstore.PolicyCache, set core.Settings, at time.Time) (*core.Plan, *domain.Rejection, error) {
 	sel, rej, err := campaignstore.Select(ctx, js, s, list)
 	if err != nil || rej != nil {
 		return nil, rej, err
@@ -100,7 +101,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, s *core.Spec, list *core.
 }
 
 // newCampaign writes the campaign, planning; it reads the outcome events stored from now on.
-func (f *Function) newCampaign(ctx context.Context, s *core.Spec, at time.Time) (*core.Campaign, uint64, error) {
+func (f *Function) newCampaign(ctx context.Context, s *campaignspec.Spec, at time.Time) (*core.Campaign, uint64, error) {
 	c := core.NewCampaign(s, at)
 	seq, err := f.lastEventSeq(ctx)
 	if err != nil {

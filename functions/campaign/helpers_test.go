@@ -10,16 +10,17 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	fn "maintsignals/functions/campaign"
-	commandfn "maintsignals/functions/command"
-	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
+	commandfn "maintsignals/functions/command"
+	core "maintsignals/shared/campaign"
+	fn "maintsignals/functions/campaign"
 )
 
 // stack is a real embedded server, provisioned, with the command function and one replica of
@@ -103,20 +104,20 @@ func ids(n int) []string {
 }
 
 // upload stores the list of ids and returns its reference.
-func (s *stack) upload(list []string) core.ListRef {
+func (s *stack) upload(list []string) campaignspec.ListRef {
 	s.t.Helper()
 	return testenv.UploadList(s.t, context.Background(), s.env.JS, list)
 }
 
 // spec is a campaign over the list with windows from earliest on, every window announced at
 // once unless lead says otherwise; edit changes the document.
-func spec(id string, list core.ListRef, earliest time.Time, lead string, edit func(*core.Document)) core.Document {
-	d := core.Document{
+func spec(id string, list campaignspec.ListRef, earliest time.Time, lead string, edit func(*campaignspec.Document)) campaignspec.Document {
+	d := campaignspec.Document{
 		ID: id, Reason: "control plane upgrade", Task: domain.TaskEverything,
-		Selection: core.SelectionDocument{List: &list},
-		Window: core.WindowDocument{Length: "1h", Earliest: earliest.UTC().Format(time.RFC3339),
+		Selection: campaignspec.SelectionDocument{List: &list},
+		Window: campaignspec.WindowDocument{Length: "1h", Earliest: earliest.UTC().Format(time.RFC3339),
 			Deadline: earliest.Add(72 * time.Hour).UTC().Format(time.RFC3339)},
-		Spread:       core.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20},
+		Spread:       campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20},
 		AnnounceLead: lead,
 	}
 	if edit != nil {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	ui "maintsignals/infra/cli"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	ui "maintsignals/infra/cli"
 )
 
 // maintctl campaign …: fleet campaigns (infra/docs/campaigns.md).
@@ -45,8 +46,8 @@ func oneCampaign(cmd *cobra.Command, args []string) error {
 	switch {
 	case len(args) != 1:
 		return fmt.Errorf("%s needs one campaign ID, got %d arguments (see `%s --help`)", cmd.Name(), len(args), cmd.CommandPath())
-	case !campaign.ValidID(args[0]):
-		return fmt.Errorf("campaign ID %q: 1-%d characters of [a-z0-9-]", args[0], campaign.MaxIDLength)
+	case !campaignspec.ValidID(args[0]):
+		return fmt.Errorf("campaign ID %q: 1-%d characters of [a-z0-9-]", args[0], campaignspec.MaxIDLength)
 	}
 	return nil
 }

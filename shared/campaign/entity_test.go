@@ -7,6 +7,8 @@ import (
 
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 )
 
@@ -15,13 +17,13 @@ const (
 	entityKey = "subscriptions/aaaa/resourcegroups/rg/providers/p/c1"
 )
 
-var window = &domain.Window{Start: utc("2026-12-20T00:00:00Z"), End: utc("2026-12-20T04:00:00Z")}
+var window = &domain.Window{Start: spectest.UTC("2026-12-20T00:00:00Z"), End: spectest.UTC("2026-12-20T04:00:00Z")}
 
-// live is the example campaign, created and activated, in the status given, both waves open.
+// live is the spectest.Example campaign, created and activated, in the status given, both waves open.
 func live(t testing.TB, status campaign.Status) *campaign.Campaign {
 	t.Helper()
-	s := mustSpec(t, []byte(example))
-	c, _ := campaign.Activate(campaign.NewCampaign(s, utc("2026-11-01T00:00:00Z")), tallyOf(s, 0, campaign.PhasePlanned, 10), utc("2026-11-01T00:00:00Z"))
+	s := spectest.MustSpec(t, []byte(spectest.Example))
+	c, _ := campaign.Activate(campaign.NewCampaign(s, spectest.UTC("2026-11-01T00:00:00Z")), tallyOf(s, 0, campaign.PhasePlanned, 10), spectest.UTC("2026-11-01T00:00:00Z"))
 	b, _ := c.Encode()
 	c, err := campaign.DecodeCampaign([]byte(strings.Replace(string(b), `"waves":[{},{}]`, `"waves":[{"opened":true,"approved":true},{"opened":true}]`, 1)))
 	if err != nil {
@@ -31,7 +33,7 @@ func live(t testing.TB, status campaign.Status) *campaign.Campaign {
 	return c
 }
 
-func tallyOf(s *campaign.Spec, wave int, p campaign.Phase, n int) campaign.Tally {
+func tallyOf(s *campaignspec.Spec, wave int, p campaign.Phase, n int) campaign.Tally {
 	t := campaign.NewTally(s)
 	for range n {
 		t.Add(wave, p)
@@ -52,7 +54,7 @@ const (
 )
 
 func TestObserve_PhaseFollowsTheOutcomeEvents(t *testing.T) {
-	at := utc("2026-12-06T00:00:01Z")
+	at := spectest.UTC("2026-12-06T00:00:01Z")
 	ref1 := &domain.CampaignRef{ID: "pucm-2026-12", Generation: 1}
 	cases := []struct {
 		name   string

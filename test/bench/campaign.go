@@ -11,12 +11,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	campaignfn "maintsignals/functions/campaign"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
+	campaignfn "maintsignals/functions/campaign"
 )
 
 // campaignSizes of one run: the entities of the announced campaign, and of the dry run.
@@ -86,16 +87,16 @@ func campaignList(tag string, n int) []byte {
 }
 
 // campaignSpec is a campaign over the list whose every window is announced at once.
-func campaignSpec(id string, ref campaign.ListRef, n int) campaign.Document {
+func campaignSpec(id string, ref campaignspec.ListRef, n int) campaignspec.Document {
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(24 * time.Hour)
 	across := 336 * time.Hour
 	if n > 300_000 {
 		across *= 4
 	}
-	return campaign.Document{
-		ID: id, Reason: "bench", Task: domain.TaskEverything, Selection: campaign.SelectionDocument{List: &ref},
-		Window:       campaign.WindowDocument{Length: "4h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(across + 24*time.Hour).Format(time.RFC3339)},
-		Spread:       campaign.SpreadDocument{Across: domain.FormatDuration(across), Slot: "15m", MaxPerSlot: 500, MaxPerSlotPerSubscription: 20},
+	return campaignspec.Document{
+		ID: id, Reason: "bench", Task: domain.TaskEverything, Selection: campaignspec.SelectionDocument{List: &ref},
+		Window:       campaignspec.WindowDocument{Length: "4h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(across + 24*time.Hour).Format(time.RFC3339)},
+		Spread:       campaignspec.SpreadDocument{Across: domain.FormatDuration(across), Slot: "15m", MaxPerSlot: 500, MaxPerSlotPerSubscription: 20},
 		AnnounceLead: domain.FormatDuration(across + 48*time.Hour),
 	}
 }

@@ -90,7 +90,7 @@ func ParseCommandID(id string) (campaign string, generation int, withdraw bool, 
 func Admit(r domain.Record, c Command, key string) (*domain.CampaignRef, *domain.Rejection) {
 	if c.IfCampaign != "" && (r.Campaign == nil || r.Campaign.ID != c.IfCampaign) {
 		return nil, &domain.Rejection{Code: domain.CodeRequestNotAllowed, Target: "ifCampaign",
-			Message: fmt.Sprintf("the entity's window is not campaign %s's any more; nothing to withdraw", truncate(c.IfCampaign, 64))}
+			Message: fmt.Sprintf("the entity's window is not campaign %s's any more; nothing to withdraw", domain.Truncate(c.IfCampaign, 64))}
 	}
 	if c.Campaign == "" {
 		return nil, nil
@@ -126,11 +126,4 @@ func Deadline(value []byte) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("decode campaign: deadline: %w", err)
 	}
 	return t.UTC(), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package campaign
+package campaignspec
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func ParsePrefix(s string) (Prefix, error) {
 		return Prefix{}, err
 	}
 	if !strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.Contains(s, "//") {
-		return Prefix{}, fmt.Errorf("%w: a prefix starts with / and ends at a path segment, without an empty segment: %q", domain.ErrInvalidResourceID, truncate(s, 64))
+		return Prefix{}, fmt.Errorf("%w: a prefix starts with / and ends at a path segment, without an empty segment: %q", domain.ErrInvalidResourceID, domain.Truncate(s, 64))
 	}
 	key := domain.MustKey(s)
 	id, err := domain.DecodeKey(key)
