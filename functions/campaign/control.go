@@ -7,12 +7,12 @@ import (
 	"slices"
 	"time"
 
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
-	core "maintsignals/shared/campaign"
 )
 
 // HandleCommand applies one campaign command: it returns nil once the command's outcome is

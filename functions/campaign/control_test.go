@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
+	fn "maintsignals/functions/campaign"
 	"maintsignals/infra/provision"
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
-	core "maintsignals/shared/campaign"
-	fn "maintsignals/functions/campaign"
 )
 
 // Campaign commands each have one outcome: a create again with the same spec is a duplicate,

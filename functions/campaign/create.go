@@ -9,11 +9,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
-	core "maintsignals/shared/campaign"
 )
 
 // create applies a create: the same spec again is a duplicate and another spec refused

@@ -10,6 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	fn "maintsignals/functions/campaign"
+	commandfn "maintsignals/functions/command"
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
@@ -18,9 +21,6 @@ import (
 	"maintsignals/shared/function"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
-	commandfn "maintsignals/functions/command"
-	core "maintsignals/shared/campaign"
-	fn "maintsignals/functions/campaign"
 )
 
 // stack is a real embedded server, provisioned, with the command function and one replica of

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	fn "maintsignals/functions/campaign"
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
-	core "maintsignals/shared/campaign"
-	fn "maintsignals/functions/campaign"
 )
 
 // Waves in order: the canary waits for approve; the next wave starts when the canary is

@@ -52,11 +52,11 @@ func summarizeCampaign(c *campaign.Campaign, r campaign.Report) campaignSummary 
 // with the campaign's spec and its burndown.
 type CampaignPage struct {
 	campaign.Report
-	Reason   string            `json:"reason,omitempty"`
-	Task     domain.Task       `json:"task"`
+	Reason   string                `json:"reason,omitempty"`
+	Task     domain.Task           `json:"task"`
 	Spec     campaignspec.Document `json:"spec"`
-	Burndown []BurndownPoint   `json:"burndown"`
-	At       time.Time         `json:"at"`
+	Burndown []BurndownPoint       `json:"burndown"`
+	At       time.Time             `json:"at"`
 }
 
 // BurndownPoint is the campaign's progress at a time: from each lifecycle event, and now.

@@ -8,12 +8,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	fn "maintsignals/functions/campaign"
 	"maintsignals/functions/web"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
-	fn "maintsignals/functions/campaign"
 )
 
 // A campaign made by the campaign function, watched in the browser: created from a stored

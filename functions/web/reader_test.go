@@ -12,6 +12,7 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/functions/web"
+	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
@@ -21,7 +22,6 @@ import (
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
 	"maintsignals/test/testenv"
-	natsconf "maintsignals/infra/nats"
 )
 
 // TestView_TheReaderRoleSuffices runs the view as a user of the reader role on a server with

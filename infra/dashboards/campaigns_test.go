@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"maintsignals/functions/campaign"
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/testenv"
-	core "maintsignals/shared/campaign"
 )
 
 // The campaigns the campaigns dashboard is checked against, on a real stack: the command

@@ -13,12 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	ui "maintsignals/infra/cli"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
-	ui "maintsignals/infra/cli"
 )
 
 // maintctl campaign …: fleet campaigns (infra/docs/campaigns.md).

@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	campaignfn "maintsignals/functions/campaign"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
-	campaignfn "maintsignals/functions/campaign"
 )
 
 // createFlags are the flags of `campaign create`.

@@ -11,13 +11,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	campaignfn "maintsignals/functions/campaign"
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
-	campaignfn "maintsignals/functions/campaign"
 )
 
 // campaignSizes of one run: the entities of the announced campaign, and of the dry run.

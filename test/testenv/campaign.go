@@ -10,10 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/functions/campaign"
+	core "maintsignals/shared/campaign"
 	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/function"
-	core "maintsignals/shared/campaign"
 )
 
 // UploadList stores ids as a campaign list file (one per line) in the campaign-lists bucket,

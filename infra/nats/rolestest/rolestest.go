@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
+	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
 	"maintsignals/infra/registry"
 	"maintsignals/shared/campaign"
@@ -37,7 +38,6 @@ import (
 	"maintsignals/shared/policy"
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/testenv"
-	natsconf "maintsignals/infra/nats"
 )
 
 // ResourceID is the entity the table changes.
