@@ -108,13 +108,9 @@ func (f *Function) RuntimeConfigs() []function.Config {
 			Handler: f.HandleCommand, OnDeadLetter: f.deadLetter, Concurrency: 1,
 			DrainTimeout: DrainTimeout, Logger: f.cfg.Logger, Meters: f.cfg.Meters,
 		},
-		{
-			// The tick consumer is pinned to one replica at a time (the runtime's keyed mode,
-			// the consumer as the key): the replica that holds it makes the passes.
-			Name: "campaign-tick", Stream: domain.ScheduleStream, Consumers: []string{domain.CampaignConsumer},
-			Handler: f.HandleTick, MaxDeliver: 2, Concurrency: 1, KeyOf: func(m function.Message) string { return m.Consumer },
-			DrainTimeout: DrainTimeout, Logger: f.cfg.Logger, Meters: f.cfg.Meters,
-		},
+		// The tick consumer is pinned to one replica at a time: the replica that holds it
+		// makes the passes.
+		function.Ticks("campaign-tick", []string{domain.CampaignConsumer}, f.HandleTick, DrainTimeout, f.cfg.Logger, f.cfg.Meters),
 	}
 }
 

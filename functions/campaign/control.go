@@ -8,6 +8,7 @@ import (
 	"time"
 
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -97,7 +98,7 @@ func (f *Function) refuse(ctx context.Context, id string, ctl core.Control, msg 
 		ctl.ID = msg.Header.Get(domain.HeaderMsgID)
 	}
 	c, rev, err := f.store.Campaign(ctx, id)
-	if err == nil && c != nil && core.ValidID(id) {
+	if err == nil && c != nil && campaignspec.ValidID(id) {
 		return f.commit(ctx, c, rev, outcomeOf(ctl, msg, domain.OutcomeRejected, rej, c), nil, false)
 	}
 	return f.publishDirect(ctx, id, outcomeOf(ctl, msg, domain.OutcomeRejected, rej, nil))
@@ -105,7 +106,7 @@ func (f *Function) refuse(ctx context.Context, id string, ctl core.Control, msg 
 
 // publishDirect publishes an outcome on the subject of a campaign that has no record.
 func (f *Function) publishDirect(ctx context.Context, id string, o core.Outcome) error {
-	if !core.ValidID(id) {
+	if !campaignspec.ValidID(id) {
 		f.log.Warn("campaign command on a subject that is no campaign id; dropped", "subject_id", id, "command_id", o.CommandID)
 		return nil
 	}

@@ -9,6 +9,8 @@ import (
 	fn "maintsignals/functions/campaign"
 	"maintsignals/infra/provision"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -33,7 +35,7 @@ func TestCampaign_CommandsOutcomes(t *testing.T) {
 		{"the same spec again", core.Control{Campaign: "c3", Action: core.ActionCreate, Spec: &doc}, domain.OutcomeDuplicate, "", ""},
 		{"another spec", core.Control{Campaign: "c3", Action: core.ActionCreate, Spec: ptr(spec("c3", *doc.Selection.List, earliest, "300h", nil))}, domain.OutcomeRejected, domain.CodeInvalidParameter, "spec"},
 		{"the same command id again", core.Control{ID: "create-1", Campaign: "c3", Action: core.ActionCreate, Spec: &doc}, domain.OutcomeDuplicate, "", ""},
-		{"a list not stored", core.Control{Campaign: "c4", Action: core.ActionCreate, Spec: ptr(spec("c4", core.ListRef{Object: "nope", SHA256: doc.Selection.List.SHA256, Count: 10}, earliest, "336h", nil))},
+		{"a list not stored", core.Control{Campaign: "c4", Action: core.ActionCreate, Spec: ptr(spec("c4", campaignspec.ListRef{Object: "nope", SHA256: doc.Selection.List.SHA256, Count: 10}, earliest, "336h", nil))},
 			domain.OutcomeRejected, domain.CodeInvalidParameter, "selection.list.object"},
 		{"no such campaign", core.Control{Campaign: "c5", Action: core.ActionPause}, domain.OutcomeRejected, domain.CodeRequestNotAllowed, "campaign"},
 		{"a wave it does not have", core.Control{Campaign: "c3", Action: core.ActionApprove, Wave: "canary"}, domain.OutcomeRejected, domain.CodeInvalidParameter, "wave"},
@@ -134,7 +136,7 @@ func TestCampaign_PauseWithdrawResume(t *testing.T) {
 	s.tick()
 	again := s.waitApplied("p1", 2, 1)
 	for _, ev := range s.events() {
-		if _, g, w, _, ok := core.ParseCommandID(ev.CommandID); ok && g == 2 && !w && ev.Outcome == domain.OutcomeApplied {
+		if _, g, w, _, ok := admission.ParseCommandID(ev.CommandID); ok && g == 2 && !w && ev.Outcome == domain.OutcomeApplied {
 			if r := s.get(ev.ResourceID); r.Window.Start.Before(resumed.Add(time.Hour)) {
 				t.Errorf("%s announced again at %s, less than the notice after the resume (%s)", ev.ResourceID, r.Window.Start, resumed)
 			}
@@ -147,7 +149,7 @@ func TestCampaign_PauseWithdrawResume(t *testing.T) {
 func (s *stack) withdrawals(id string) map[string][]domain.Outcome {
 	out := map[string][]domain.Outcome{}
 	for _, ev := range s.events() {
-		if cid, _, w, _, ok := core.ParseCommandID(ev.CommandID); ok && cid == id && w {
+		if cid, _, w, _, ok := admission.ParseCommandID(ev.CommandID); ok && cid == id && w {
 			k := domain.MustKey(ev.ResourceID)
 			out[k] = append(out[k], ev.Outcome)
 		}

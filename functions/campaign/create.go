@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -65,8 +66,8 @@ func (f *Function) create(ctx context.Context, c *core.Campaign, rev uint64, ctl
 }
 
 // plan plans spec s at at, from its list, the tracked entities under its prefixes and the
-// policies as they are now: what `maintctl campaign create --dry-run` plans too.
-func (f *Function) plan(ctx context.Context, s *core.Spec, at time.Time) (*core.Plan, *domain.Rejection, error) {
+// policies as they are now (see Plan).
+func (f *Function) plan(ctx context.Context, s *campaignspec.Spec, at time.Time) (*core.Plan, *domain.Rejection, error) {
 	var list *core.List
 	if s.List != nil {
 		var err error
@@ -80,19 +81,27 @@ func (f *Function) plan(ctx context.Context, s *core.Spec, at time.Time) (*core.
 			return nil, nil, err
 		}
 	}
-	sel, rej, err := campaignstore.Select(ctx, f.js, s, list)
+	return Plan(ctx, f.js, s, list, &f.policies, f.cfg.settings(), at)
+}
+
+// Plan plans spec s at at as the function plans a campaign it creates, from list (nil: none),
+// the entities tracked now under its prefixes and the policies as they are now (through
+// cache). `maintctl campaign create --dry-run` plans with it, so that a dry run is the plan
+// the function would make.
+func Plan(ctx context.Context, js jetstream.JetStream, s *campaignspec.Spec, list *core.List, cache *campaignstore.PolicyCache, set core.Settings, at time.Time) (*core.Plan, *domain.Rejection, error) {
+	sel, rej, err := campaignstore.Select(ctx, js, s, list)
 	if err != nil || rej != nil {
 		return nil, rej, err
 	}
-	pol, err := f.policies.Load(ctx, f.js)
+	pol, err := cache.Load(ctx, js)
 	if err != nil {
 		return nil, nil, err
 	}
-	return core.NewPlan(s, sel, pol, f.cfg.settings(), at), nil, nil
+	return core.NewPlan(s, sel, pol, set, at), nil, nil
 }
 
 // newCampaign writes the campaign, planning; it reads the outcome events stored from now on.
-func (f *Function) newCampaign(ctx context.Context, s *core.Spec, at time.Time) (*core.Campaign, uint64, error) {
+func (f *Function) newCampaign(ctx context.Context, s *campaignspec.Spec, at time.Time) (*core.Campaign, uint64, error) {
 	c := core.NewCampaign(s, at)
 	seq, err := f.lastEventSeq(ctx)
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	core "maintsignals/shared/campaign"
-	"maintsignals/shared/campaignstore"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // observed is an outcome event of an entity of a campaign, with its MAINT_EVENTS sequence.
@@ -53,7 +53,7 @@ func (f *Function) readOutcomes(ctx context.Context, from uint64) (outcomes, err
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{domain.EventPrefix + "*"}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1,
 	}
-	err = campaignstore.Read(ctx, f.js, domain.EventsStream, cfg, until, func(m jetstream.Msg, seq uint64) error {
+	err = store.Read(ctx, f.js, domain.EventsStream, cfg, until, func(m jetstream.Msg, seq uint64) error {
 		if !bytes.Contains(m.Data(), []byte("campaign")) {
 			return nil
 		}
@@ -74,7 +74,7 @@ func (f *Function) readOutcomes(ctx context.Context, from uint64) (outcomes, err
 
 // campaignOf is the campaign an outcome event concerns ("" for none).
 func campaignOf(ev domain.Event) string {
-	if id, _, _, _, ok := core.ParseCommandID(ev.CommandID); ok {
+	if id, _, _, _, ok := admission.ParseCommandID(ev.CommandID); ok {
 		return id
 	}
 	if ev.Campaign != nil {

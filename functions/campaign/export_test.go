@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignstore"
 )
 
@@ -37,7 +38,7 @@ func (f *Function) Flush(ctx context.Context, c *core.Campaign, rev uint64) (*co
 }
 
 // CommandMsg is a command as the replica publishes it.
-func (f *Function) CommandMsg(key string, c core.Command) (*nats.Msg, error) {
+func (f *Function) CommandMsg(key string, c admission.Command) (*nats.Msg, error) {
 	return f.commandMsg(key, c)
 }
 

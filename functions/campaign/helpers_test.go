@@ -13,10 +13,13 @@ import (
 	fn "maintsignals/functions/campaign"
 	commandfn "maintsignals/functions/command"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -101,20 +104,20 @@ func ids(n int) []string {
 }
 
 // upload stores the list of ids and returns its reference.
-func (s *stack) upload(list []string) core.ListRef {
+func (s *stack) upload(list []string) campaignspec.ListRef {
 	s.t.Helper()
 	return testenv.UploadList(s.t, context.Background(), s.env.JS, list)
 }
 
 // spec is a campaign over the list with windows from earliest on, every window announced at
 // once unless lead says otherwise; edit changes the document.
-func spec(id string, list core.ListRef, earliest time.Time, lead string, edit func(*core.Document)) core.Document {
-	d := core.Document{
+func spec(id string, list campaignspec.ListRef, earliest time.Time, lead string, edit func(*campaignspec.Document)) campaignspec.Document {
+	d := campaignspec.Document{
 		ID: id, Reason: "control plane upgrade", Task: domain.TaskEverything,
-		Selection: core.SelectionDocument{List: &list},
-		Window: core.WindowDocument{Length: "1h", Earliest: earliest.UTC().Format(time.RFC3339),
+		Selection: campaignspec.SelectionDocument{List: &list},
+		Window: campaignspec.WindowDocument{Length: "1h", Earliest: earliest.UTC().Format(time.RFC3339),
 			Deadline: earliest.Add(72 * time.Hour).UTC().Format(time.RFC3339)},
-		Spread:       core.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20},
+		Spread:       campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20},
 		AnnounceLead: lead,
 	}
 	if edit != nil {
@@ -175,7 +178,7 @@ func (e stored) lifecycle() core.Event {
 func (s *stack) applied(id string, gen int) map[string]int {
 	out := map[string]int{}
 	for _, ev := range s.events() {
-		cid, g, withdraw, _, ok := core.ParseCommandID(ev.CommandID)
+		cid, g, withdraw, _, ok := admission.ParseCommandID(ev.CommandID)
 		if ok && cid == id && g == gen && !withdraw && ev.Outcome == domain.OutcomeApplied {
 			out[domain.MustKey(ev.ResourceID)]++
 		}
@@ -236,7 +239,7 @@ func t0ctx() context.Context { return context.Background() }
 func (s *stack) events() []domain.Event {
 	s.t.Helper()
 	var out []domain.Event
-	err := campaignstore.Read(context.Background(), s.env.JS, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}}, 0,
+	err := store.Read(context.Background(), s.env.JS, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}}, 0,
 		func(m jetstream.Msg, _ uint64) error {
 			ev, err := domain.DecodeEvent(m.Data())
 			out = append(out, ev)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
@@ -40,7 +41,7 @@ type pass struct {
 // command is a command a step decided, for the entity at index i.
 type command struct {
 	i   int
-	cmd core.Command
+	cmd admission.Command
 }
 
 // errMoved ends a pass whose campaign changed (paused, cancelled) while it was deciding.

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
@@ -102,7 +103,7 @@ func wavesOpen(a, b *core.Campaign) bool {
 
 // commandMsg is a command to the entity of key as an integrator would publish it: the id as
 // Nats-Msg-Id, signed with the function's key when it has one.
-func (f *Function) commandMsg(key string, c core.Command) (*nats.Msg, error) {
+func (f *Function) commandMsg(key string, c admission.Command) (*nats.Msg, error) {
 	if f.cfg.Signer != nil {
 		c.IssuedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	}

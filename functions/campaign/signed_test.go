@@ -11,6 +11,7 @@ import (
 
 	fn "maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
 	"maintsignals/test/testenv"
@@ -43,11 +44,11 @@ func TestCampaign_Signed(t *testing.T) {
 	}
 	s.waitApplied("s1", 1, len(list))
 	for _, ev := range s.events() {
-		if _, _, _, _, ok := core.ParseCommandID(ev.CommandID); ok && ev.Actor != "campaigns" {
+		if _, _, _, _, ok := admission.ParseCommandID(ev.CommandID); ok && ev.Actor != "campaigns" {
 			t.Errorf("announcement %s applied as %q, want the campaign function's signer", ev.CommandID, ev.Actor)
 		}
 	}
-	m, err := s.f.CommandMsg(domain.MustKey(list[0]), core.Command{Command: domain.Command{ID: "forged-start", ResourceID: list[0], Task: domain.TaskEverything}})
+	m, err := s.f.CommandMsg(domain.MustKey(list[0]), admission.Command{Command: domain.Command{ID: "forged-start", ResourceID: list[0], Task: domain.TaskEverything}})
 	if err != nil {
 		t.Fatal(err)
 	}

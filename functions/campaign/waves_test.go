@@ -8,6 +8,7 @@ import (
 
 	fn "maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 )
 
@@ -19,10 +20,10 @@ func TestCampaign_WavesGateAndThreshold(t *testing.T) {
 	s := newStack(t, fn.Config{})
 	list := ids(300)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
-	doc := spec("w1", s.upload(list), earliest, "336h", func(d *core.Document) {
+	doc := spec("w1", s.upload(list), earliest, "336h", func(d *campaignspec.Document) {
 		d.Spread.MaxPerSlot = 100
-		d.Waves = []core.WaveDocument{
-			{Name: "canary", Prefixes: []string{"/subscriptions/sub-0"}, Gate: core.GateManual},
+		d.Waves = []campaignspec.WaveDocument{
+			{Name: "canary", Prefixes: []string{"/subscriptions/sub-0"}, Gate: campaignspec.GateManual},
 			{Name: "middle", Prefixes: []string{"/subscriptions/sub-1", "/subscriptions/sub-2"}, FailureThreshold: "4%"},
 			{Name: "rest"},
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -19,7 +19,7 @@ import (
 //     same generation changes nothing (held): it is a copy published again after the stream's
 //     duplicate window, by a campaign function that crashed between publishing and writing;
 //     the window stands as it is, a customer's reschedule included;
-//   - otherwise campaign.Admit: a campaign's Pending applies only over no announced window or
+//   - otherwise admission.Admit: a campaign's Pending applies only over no announced window or
 //     its own, and a command with ifCampaign only while the window is that campaign's.
 //
 // ref is the campaign the record carries once the command applied (nil: the record's own,
@@ -28,7 +28,7 @@ func campaignRules(rec domain.Record, cmd domain.Command) (ref *domain.CampaignR
 	if cmd.Campaign == "" && cmd.IfCampaign == "" {
 		return nil, false, nil
 	}
-	if id, gen, withdraw, _, ok := campaign.ParseCommandID(cmd.ID); ok && !withdraw && cmd.Campaign == id &&
+	if id, gen, withdraw, _, ok := admission.ParseCommandID(cmd.ID); ok && !withdraw && cmd.Campaign == id &&
 		rec.Campaign != nil && *rec.Campaign == (domain.CampaignRef{ID: id, Generation: gen}) {
 		return nil, true, nil
 	}
@@ -36,7 +36,7 @@ func campaignRules(rec domain.Record, cmd domain.Command) (ref *domain.CampaignR
 	if err != nil {
 		return nil, false, domain.InvalidParameter("resourceId", "%v", err)
 	}
-	ref, rej = campaign.Admit(rec, campaign.Command{Command: cmd}, key)
+	ref, rej = admission.Admit(rec, admission.Command{Command: cmd}, key)
 	return ref, false, rej
 }
 
@@ -72,11 +72,10 @@ func (d *deadlines) Deadline(ctx context.Context, ref domain.CampaignRef) (time.
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read campaign %s: %w", id, err)
 	}
-	c, err := campaign.DecodeCampaign(e.Value())
+	t, err = admission.Deadline(e.Value())
 	if err != nil {
 		return time.Time{}, nil // not ours to judge: no deadline known
 	}
-	t = c.Compiled().Deadline
 	d.mu.Lock()
 	if d.by == nil {
 		d.by = map[string]time.Time{}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -23,9 +23,9 @@ func TestDecide_Campaigns(t *testing.T) {
 		return domain.Record{ResourceID: id, State: state, Window: w, Campaign: ref, LastCommandSeq: 10, LastCommandAt: t0}
 	}
 	announce := func(gen int, w *domain.Window) domain.Command {
-		return domain.Command{ID: campaign.AnnounceID("pucm", gen, key), ResourceID: id, Task: domain.TaskPending, Window: w, Campaign: "pucm"}
+		return domain.Command{ID: admission.AnnounceID("pucm", gen, key), ResourceID: id, Task: domain.TaskPending, Window: w, Campaign: "pucm"}
 	}
-	withdraw := domain.Command{ID: campaign.WithdrawID("pucm", 1, key), ResourceID: id, Task: domain.TaskNone, IfCampaign: "pucm"}
+	withdraw := domain.Command{ID: admission.WithdrawID("pucm", 1, key), ResourceID: id, Task: domain.TaskNone, IfCampaign: "pucm"}
 	plain := func(cid string, task domain.Task, w *domain.Window) domain.Command {
 		return domain.Command{ID: cid, ResourceID: id, Task: task, Window: w}
 	}

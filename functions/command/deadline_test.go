@@ -7,6 +7,7 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
@@ -17,10 +18,10 @@ import (
 func TestDeadlines_OfTheRecordsCampaign(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	doc := campaign.Document{ID: "pucm", Task: domain.TaskEverything,
-		Selection: campaign.SelectionDocument{Prefixes: []string{"/subscriptions/s"}},
-		Window:    campaign.WindowDocument{Length: "4h", Earliest: "2026-12-15T00:00:00Z", Deadline: "2027-01-15T00:00:00Z"},
-		Spread:    campaign.SpreadDocument{Across: "24h", Slot: "1h", MaxPerSlot: 10}, AnnounceLead: "24h"}
+	doc := campaignspec.Document{ID: "pucm", Task: domain.TaskEverything,
+		Selection: campaignspec.SelectionDocument{Prefixes: []string{"/subscriptions/s"}},
+		Window:    campaignspec.WindowDocument{Length: "4h", Earliest: "2026-12-15T00:00:00Z", Deadline: "2027-01-15T00:00:00Z"},
+		Spread:    campaignspec.SpreadDocument{Across: "24h", Slot: "1h", MaxPerSlot: 10}, AnnounceLead: "24h"}
 	s, rej := doc.Compile()
 	if rej != nil {
 		t.Fatal(rej)

@@ -113,19 +113,8 @@ func (e *Emitter) Close() error { return errors.Join(e.health.close(), e.streams
 // runtime's keyed mode, the consumer as the key), one tick at a time, every tick
 // acknowledged (see the package doc).
 func (e *Emitter) RuntimeConfig() function.Config {
-	return function.Config{
-		Name:      "emitter",
-		Stream:    domain.ScheduleStream,
-		Consumers: e.shards.Consumers,
-		Handler:   e.Handle,
-		KeyOf:     func(msg function.Message) string { return msg.Consumer },
-		// The handler fails only by panicking, which the runtime treats as permanent.
-		MaxDeliver:   2,
-		Concurrency:  1,
-		DrainTimeout: e.cfg.ExportTimeout + 5*time.Second,
-		Logger:       e.cfg.Logger,
-		Meters:       e.runtime,
-	}
+	// The handler fails only by panicking, which the runtime treats as permanent.
+	return function.Ticks("emitter", e.shards.Consumers, e.Handle, e.cfg.ExportTimeout+5*time.Second, e.cfg.Logger, e.runtime)
 }
 
 // Run serves ticks until ctx is cancelled (maintctl function emitter, maintctl up).

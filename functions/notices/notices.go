@@ -142,18 +142,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 // one tick at a time, every tick acknowledged (the next tick is the retry of a run that
 // failed, deciding again from what is stored).
 func (n *Notifier) RuntimeConfig() function.Config {
-	return function.Config{
-		Name:         "notices",
-		Stream:       domain.ScheduleStream,
-		Consumers:    n.shards.Consumers,
-		Handler:      n.Handle,
-		KeyOf:        func(msg function.Message) string { return msg.Consumer },
-		MaxDeliver:   2,
-		Concurrency:  1,
-		DrainTimeout: n.cfg.runTimeout() + 5*time.Second,
-		Logger:       n.cfg.Logger,
-		Meters:       n.cfg.Meters,
-	}
+	return function.Ticks("notices", n.shards.Consumers, n.Handle, n.cfg.runTimeout()+5*time.Second, n.cfg.Logger, n.cfg.Meters)
 }
 
 // Run serves ticks until ctx is cancelled (maintctl function notices, maintctl up).

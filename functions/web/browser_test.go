@@ -18,6 +18,7 @@ import (
 
 	"maintsignals/functions/web"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -321,7 +322,7 @@ func TestBrowser_CampaignPagesBurndownMoves(t *testing.T) {
 	b.waitFor("the campaigns page", `document.querySelector("#campaigns tbody")?.textContent.includes("No campaign.") === true`, 5*time.Second)
 	b.accessible("campaigns page, none")
 
-	spec, rej := campaign.ParseSpec([]byte(campaignSpec))
+	spec, rej := campaignspec.ParseSpec([]byte(campaignSpec))
 	if rej != nil {
 		t.Fatal(rej)
 	}

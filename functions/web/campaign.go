@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 )
@@ -51,11 +52,11 @@ func summarizeCampaign(c *campaign.Campaign, r campaign.Report) campaignSummary 
 // with the campaign's spec and its burndown.
 type CampaignPage struct {
 	campaign.Report
-	Reason   string            `json:"reason,omitempty"`
-	Task     domain.Task       `json:"task"`
-	Spec     campaign.Document `json:"spec"`
-	Burndown []BurndownPoint   `json:"burndown"`
-	At       time.Time         `json:"at"`
+	Reason   string                `json:"reason,omitempty"`
+	Task     domain.Task           `json:"task"`
+	Spec     campaignspec.Document `json:"spec"`
+	Burndown []BurndownPoint       `json:"burndown"`
+	At       time.Time             `json:"at"`
 }
 
 // BurndownPoint is the campaign's progress at a time: from each lifecycle event, and now.
@@ -85,7 +86,7 @@ func (v *View) campaignsPage(w http.ResponseWriter, r *http.Request) {
 func (v *View) campaignPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	f := negotiate(r)
-	if !campaign.ValidID(id) {
+	if !campaignspec.ValidID(id) {
 		v.fail(w, r, http.StatusNotFound, "no campaign has the id "+id)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	fn "maintsignals/functions/campaign"
 	"maintsignals/functions/web"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -31,10 +32,10 @@ func TestBrowser_CampaignFunctionBurndownMoves(t *testing.T) {
 	}
 	ref := testenv.UploadList(t, ctx, s.env.JS, ids)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
-	doc := campaign.Document{ID: "live-1", Reason: "control plane upgrade", Task: domain.TaskEverything,
-		Selection: campaign.SelectionDocument{List: &ref},
-		Window:    campaign.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
-		Spread:    campaign.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 10}, AnnounceLead: "336h"}
+	doc := campaignspec.Document{ID: "live-1", Reason: "control plane upgrade", Task: domain.TaskEverything,
+		Selection: campaignspec.SelectionDocument{List: &ref},
+		Window:    campaignspec.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
+		Spread:    campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 10}, AnnounceLead: "336h"}
 	if _, err := s.cl.SendCampaign(ctx, campaign.Control{ID: "live-create", Campaign: "live-1", Action: campaign.ActionCreate, Spec: &doc}); err != nil {
 		t.Fatalf("create: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"maintsignals/functions/web"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
@@ -97,7 +98,7 @@ func TestCampaignPages_StatusPhasesWavesAndBurndown(t *testing.T) {
 	if getJSON(t, s.url+"/campaigns", &list); !list.Available || len(list.Campaigns) != 0 {
 		t.Fatalf("before any campaign (the buckets provisioned, empty): %+v", list)
 	}
-	spec, rej := campaign.ParseSpec([]byte(campaignSpec))
+	spec, rej := campaignspec.ParseSpec([]byte(campaignSpec))
 	if rej != nil {
 		t.Fatal(rej)
 	}

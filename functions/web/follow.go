@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/store"
 )
 
 // change is one value of a bucket as the watch reads it.
@@ -122,10 +124,9 @@ func (f *follower) once(ctx context.Context) error {
 			return fmt.Errorf("follow %s: %w", f.bucket, err)
 		}
 		c := change{key: strings.TrimPrefix(msg.Subject(), prefix), rev: md.Sequence.Stream, at: md.Timestamp}
-		switch msg.Headers().Get("KV-Operation") {
-		case "DEL", "PURGE":
+		if store.Deleted(msg) {
 			c.deleted = true
-		default:
+		} else {
 			c.value = msg.Data()
 		}
 		batch = append(batch, c)

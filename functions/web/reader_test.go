@@ -15,6 +15,7 @@ import (
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
@@ -79,7 +80,7 @@ func TestView_TheReaderRoleSuffices(t *testing.T) {
 	if _, err := pols.Put(ctx, "subscriptions/s1", []byte(`{"scope":"/subscriptions/s1"}`)); err != nil {
 		t.Fatal(err)
 	}
-	spec, rej := campaign.ParseSpec([]byte(campaignSpec))
+	spec, rej := campaignspec.ParseSpec([]byte(campaignSpec))
 	if rej != nil {
 		t.Fatal(rej)
 	}

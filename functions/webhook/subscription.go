@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,10 +74,8 @@ func LoadFile(path string) ([]Subscription, error) {
 // Parse reads and checks subscriptions from JSON. Unknown fields are refused, so that a
 // misspelt filter does not silently deliver everything.
 func Parse(b []byte) ([]Subscription, error) {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
 	var subs []Subscription
-	if err := dec.Decode(&subs); err != nil {
+	if err := domain.DecodeKnown(b, &subs); err != nil {
 		return nil, fmt.Errorf("%w: subscriptions file must be a JSON array of subscriptions: %w", ErrInvalidSubscription, err)
 	}
 	seen := map[string]bool{}

@@ -8,6 +8,7 @@ import (
 
 	"maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -85,20 +86,20 @@ func startCampaigns(t *testing.T) (*testenv.Prometheus, campaignsSent) {
 
 	sent := campaignsSent{start: time.Now().UTC().Truncate(time.Second)}
 	earliest := sent.start.Truncate(time.Hour).Add(3 * time.Hour)
-	s.create(t, ctx, campaignList(map[string]int{"sub-first": 6, "sub-second": 4, "sub-none": 2}), core.Document{
+	s.create(t, ctx, campaignList(map[string]int{"sub-first": 6, "sub-second": 4, "sub-none": 2}), campaignspec.Document{
 		ID: campaignRollout, Reason: "control plane upgrade", Task: domain.TaskEverything,
-		Window: core.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
-		Spread: core.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20}, AnnounceLead: "336h",
-		Waves: []core.WaveDocument{
+		Window: campaignspec.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
+		Spread: campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20}, AnnounceLead: "336h",
+		Waves: []campaignspec.WaveDocument{
 			{Name: "first", Prefixes: []string{"/subscriptions/sub-first"}},
 			{Name: "second", Prefixes: []string{"/subscriptions/sub-second"}},
 		},
 	})
-	s.create(t, ctx, campaignList(map[string]int{"sub-halt": 4}), core.Document{
+	s.create(t, ctx, campaignList(map[string]int{"sub-halt": 4}), campaignspec.Document{
 		ID: campaignHalted, Reason: "certificates renewal", Task: domain.TaskEverything,
-		Window: core.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(12 * time.Hour).Format(time.RFC3339)},
-		Spread: core.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20}, AnnounceLead: "336h",
-		Waves: []core.WaveDocument{{Name: "all", FailureThreshold: "10%"}},
+		Window: campaignspec.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(12 * time.Hour).Format(time.RFC3339)},
+		Spread: campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 50, MaxPerSlotPerSubscription: 20}, AnnounceLead: "336h",
+		Waves: []campaignspec.WaveDocument{{Name: "all", FailureThreshold: "10%"}},
 	})
 	first, halt := campaignList(map[string]int{"sub-first": 6}), campaignList(map[string]int{"sub-halt": 4})
 	s.tickUntil(t, ctx, "the first waves announced", func() bool { return s.announced(ctx, append(append([]string{}, first...), halt...)) })
@@ -160,10 +161,10 @@ func startTelemetry(t *testing.T) (*testenv.Prometheus, *telemetry.Telemetry) {
 }
 
 // create uploads the list and creates the campaign over it.
-func (s *campaignStack) create(t *testing.T, ctx context.Context, ids []string, doc core.Document) {
+func (s *campaignStack) create(t *testing.T, ctx context.Context, ids []string, doc campaignspec.Document) {
 	t.Helper()
 	ref := testenv.UploadList(t, ctx, s.env.JS, ids)
-	doc.Selection = core.SelectionDocument{List: &ref}
+	doc.Selection = campaignspec.SelectionDocument{List: &ref}
 	o, err := s.cl.SendCampaign(ctx, core.Control{ID: "create-" + doc.ID, Campaign: doc.ID, Action: core.ActionCreate, Spec: &doc})
 	if err != nil || o.Outcome != domain.OutcomeApplied {
 		t.Fatalf("create %s: %+v %v", doc.ID, o, err)

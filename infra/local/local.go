@@ -2,7 +2,8 @@
 // starts: one embedded server or a cluster of embedded servers on loopback, its ports, and the
 // data directory that keeps the store (and, for a cluster, the node count and ports, so that a
 // restart comes back on the same addresses). A port in use or a data directory of another
-// setup fails here, at once and with what to do.
+// setup fails here, at once and with what to do. Security is how that NATS is secured: the
+// TLS and the users of up's flags, and up's own throwaway keys for its connections.
 package local
 
 import (

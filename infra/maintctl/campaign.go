@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	ui "maintsignals/infra/cli"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
@@ -44,8 +46,8 @@ func oneCampaign(cmd *cobra.Command, args []string) error {
 	switch {
 	case len(args) != 1:
 		return fmt.Errorf("%s needs one campaign ID, got %d arguments (see `%s --help`)", cmd.Name(), len(args), cmd.CommandPath())
-	case !campaign.ValidID(args[0]):
-		return fmt.Errorf("campaign ID %q: 1-%d characters of [a-z0-9-]", args[0], campaign.MaxIDLength)
+	case !campaignspec.ValidID(args[0]):
+		return fmt.Errorf("campaign ID %q: 1-%d characters of [a-z0-9-]", args[0], campaignspec.MaxIDLength)
 	}
 	return nil
 }
@@ -194,12 +196,12 @@ func (a *app) campaignListCommand() *cobra.Command {
 			if a.json() {
 				return a.writeJSON(reports)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tENTITIES\tDONE\tFINISHED\tGENERATION\tDEADLINE")
+			t := ui.NewTable(ui.Column{Header: "ID"}, ui.Column{Header: "STATUS"}, ui.Column{Header: "ENTITIES"}, ui.Column{Header: "DONE"},
+				ui.Column{Header: "FINISHED"}, ui.Column{Header: "GENERATION"}, ui.Column{Header: "DEADLINE"})
 			for i, r := range reports {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Status, r.Entities, r.Done, r.Finished, r.Generation, fmtTime(cs[i].Compiled().Deadline))
+				t.Row(r.ID, r.ID, string(r.Status), strconv.Itoa(r.Entities), strconv.Itoa(r.Done), strconv.Itoa(r.Finished), strconv.Itoa(r.Generation), fmtTime(cs[i].Compiled().Deadline))
 			}
-			return tw.Flush()
+			return a.printWhole(t)
 		},
 	}
 }
@@ -247,16 +249,15 @@ func (a *app) campaignEntitiesCommand() *cobra.Command {
 				}
 				return a.writeJSON(out)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RESOURCE\tPHASE\tGEN\tWINDOW\tREASON")
+			t := ui.NewTable(ui.Column{Header: "RESOURCE"}, ui.Column{Header: "PHASE"}, ui.Column{Header: "GEN"}, ui.Column{Header: "WINDOW"}, ui.Column{Header: "REASON"})
 			for _, e := range out {
-				w := "-"
+				var w string // "-" when none
 				if e.Window != nil {
 					w = fmtTime(e.Window.Start) + " → " + fmtTime(e.Window.End)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.ResourceID, e.Phase, e.Generation, w, dash(e.Reason))
+				t.Row(e.ResourceID, e.ResourceID, string(e.Phase), strconv.Itoa(e.Generation), w, e.Reason)
 			}
-			return tw.Flush()
+			return a.printWhole(t)
 		},
 	}
 	c.Flags().StringVar(&phase, "phase", "", "only the entities in this phase ("+phaseNames()+")")
@@ -290,3 +291,7 @@ func readLists(paths []string) (*campaign.List, []byte, error) {
 	}
 	return l, buf.Bytes(), nil
 }
+
+// printWhole prints t as the campaign and policy lists always printed: whole and with its
+// headers, whatever -o and the terminal's width.
+func (a *app) printWhole(t *ui.Tab) error { return t.Write(a.stdout, ui.View{Format: ui.Table}) }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	campaignfn "maintsignals/functions/campaign"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
 )
@@ -75,8 +77,8 @@ With -o json it prints the plan as JSON, with every entity's window with --plan.
 }
 
 // document builds the spec of campaign id from --spec or the flags, and reads the lists.
-func (f createFlags) document(cmd *cobra.Command, id string, now time.Time) (campaign.Document, *campaign.List, []byte, error) {
-	var d campaign.Document
+func (f createFlags) document(cmd *cobra.Command, id string, now time.Time) (campaignspec.Document, *campaign.List, []byte, error) {
+	var d campaignspec.Document
 	if f.specFile != "" {
 		for _, name := range specFlags {
 			if cmd.Flags().Changed(name) {
@@ -88,7 +90,7 @@ func (f createFlags) document(cmd *cobra.Command, id string, now time.Time) (cam
 			return d, nil, nil, fmt.Errorf("--spec: %w", err)
 		}
 		var rej *domain.Rejection
-		if d, rej = campaign.DecodeDocument(b); rej != nil {
+		if d, rej = campaignspec.DecodeDocument(b); rej != nil {
 			return d, nil, nil, fmt.Errorf("--spec %s: %w", f.specFile, rej)
 		}
 	} else {
@@ -117,23 +119,23 @@ func (f createFlags) document(cmd *cobra.Command, id string, now time.Time) (cam
 }
 
 // fromFlags is the spec of the flags.
-func (f createFlags) fromFlags(now time.Time) (campaign.Document, error) {
+func (f createFlags) fromFlags(now time.Time) (campaignspec.Document, error) {
 	switch {
 	case f.earliest == "", f.deadline == "", f.across == "":
-		return campaign.Document{}, fmt.Errorf("give --earliest, --deadline and --across (or --spec FILE)")
+		return campaignspec.Document{}, fmt.Errorf("give --earliest, --deadline and --across (or --spec FILE)")
 	}
 	earliest, err := parseTime(f.earliest, now)
 	if err != nil {
-		return campaign.Document{}, fmt.Errorf("--earliest: %w", err)
+		return campaignspec.Document{}, fmt.Errorf("--earliest: %w", err)
 	}
 	deadline, err := parseTime(f.deadline, now)
 	if err != nil {
-		return campaign.Document{}, fmt.Errorf("--deadline: %w", err)
+		return campaignspec.Document{}, fmt.Errorf("--deadline: %w", err)
 	}
-	return campaign.Document{
+	return campaignspec.Document{
 		Reason: f.reason, Task: domain.Task(f.task),
-		Window:       campaign.WindowDocument{Length: f.length, Earliest: earliest.Format(time.RFC3339), Deadline: deadline.Format(time.RFC3339)},
-		Spread:       campaign.SpreadDocument{Across: f.across, Slot: f.slot, MaxPerSlot: f.maxPerSlot, MaxPerSlotPerSubscription: f.maxPerSub, Seed: f.seed},
+		Window:       campaignspec.WindowDocument{Length: f.length, Earliest: earliest.Format(time.RFC3339), Deadline: deadline.Format(time.RFC3339)},
+		Spread:       campaignspec.SpreadDocument{Across: f.across, Slot: f.slot, MaxPerSlot: f.maxPerSlot, MaxPerSlotPerSubscription: f.maxPerSub, Seed: f.seed},
 		AnnounceLead: f.lead,
 	}, nil
 }
@@ -173,26 +175,21 @@ func (a *app) createCampaign(cmd *cobra.Command, id string, f createFlags) error
 	return err
 }
 
-// dryRun plans s as the campaign function would now, and prints the plan.
-func (a *app) dryRun(parent context.Context, s *campaign.Spec, list *campaign.List, f createFlags, now time.Time) error {
+// dryRun plans s as the campaign function would now (campaignfn.Plan), and prints the plan.
+func (a *app) dryRun(parent context.Context, s *campaignspec.Spec, list *campaign.List, f createFlags, now time.Time) error {
 	ctx, cl, done, err := a.campaignSession(parent)
 	if err != nil {
 		return err
 	}
 	defer done()
-	sel, rej, err := campaignstore.Select(ctx, cl.JS, s, list)
+	var cache campaignstore.PolicyCache
+	plan, rej, err := campaignfn.Plan(ctx, cl.JS, s, list, &cache, campaign.Settings{MinNotice: f.minNotice}, now)
 	if err != nil {
 		return err
 	}
 	if rej != nil {
 		return fmt.Errorf("the selection: %w", rej)
 	}
-	var cache campaignstore.PolicyCache
-	pol, err := cache.Load(ctx, cl.JS)
-	if err != nil {
-		return err
-	}
-	plan := campaign.NewPlan(s, sel, pol, campaign.Settings{MinNotice: f.minNotice}, now)
 	if a.json() {
 		return plan.WriteJSON(a.stdout, f.plan)
 	}

@@ -21,9 +21,9 @@ import (
 // startNATS starts the server or the cluster of the plan, secured by sec (TLS and users on
 // every node; a cluster's routes in mutual TLS then), and connects provisioning and the
 // functions to it in-process.
-func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlways bool, sec *upSecurity) (*natsRun, error) {
+func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlways bool, sec *local.Security) (*natsRun, error) {
 	if p.Nodes == 1 {
-		srv, err := embedded.Start(embedded.Config{Name: local.ServerName, StoreDir: data, Listen: p.Listen, SyncAlways: syncAlways, TLS: sec.tls, Nkeys: sec.nkeys, Monitor: p.Monitor})
+		srv, err := embedded.Start(embedded.Config{Name: local.ServerName, StoreDir: data, Listen: p.Listen, SyncAlways: syncAlways, TLS: sec.TLS, Nkeys: sec.Nkeys, Monitor: p.Monitor})
 		if err != nil {
 			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen or --monitor-listen)", p.Listen, err)
 		}
@@ -31,7 +31,7 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 		if m := srv.MonitorURL(); m != "" {
 			a.printf("NATS monitoring on %s (KEDA's query: %s/jsz?acc=$G&config=true&consumers=true)\n", m, m)
 		}
-		for _, line := range sec.describe() {
+		for _, line := range sec.Describe() {
 			a.printf("  %s\n", line)
 		}
 		return a.connectUp(ctx, srv.ClientURL(), srv.InProcessURL(), srv.Server, sec, srv.Stop)
@@ -41,7 +41,7 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 	c, err := embedded.StartCluster(ctx, embedded.ClusterConfig{
 		Nodes: p.Nodes, StoreDir: data, ClientPorts: p.Clients, RoutePorts: p.Routes,
 		Host: p.Host, SyncAlways: syncAlways, Name: local.ClusterName, MonitorPorts: p.MonitorPorts,
-		TLS: sec.tls, Nkeys: sec.nkeys,
+		TLS: sec.TLS, Nkeys: sec.Nkeys,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start a %d-node NATS cluster: %w", p.Nodes, err)
@@ -57,8 +57,8 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 			a.printf("    monitoring on %s\n", m)
 		}
 	}
-	lines := sec.describe()
-	if sec.enabled() {
+	lines := sec.Describe()
+	if sec.Enabled() {
 		lines = append(lines, "routes: mutual TLS with a certificate authority made in memory at this start: only these nodes can join")
 	}
 	for _, line := range lines {
@@ -75,7 +75,7 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 
 // connectUp opens up's own in-process connections to a server or a cluster (provider) and
 // makes the natsRun that closes them and then calls stopServers.
-func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider nats.InProcessConnProvider, sec *upSecurity, stopServers func()) (*natsRun, error) {
+func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider nats.InProcessConnProvider, sec *local.Security, stopServers func()) (*natsRun, error) {
 	nr := &natsRun{urls: urls, byRole: map[string]jetstream.JetStream{}}
 	var conns []*natsconn.Conn
 	connect := func(name string, kp nkeys.KeyPair, role natsconf.Role) (jetstream.JetStream, error) {
@@ -91,14 +91,14 @@ func (a *app) connectUp(ctx context.Context, urls, inProcessURL string, provider
 		return conn.JS, nil
 	}
 	var err error
-	if nr.provision, err = connect("maintctl-up", sec.operator, natsconf.RoleOperator); err != nil {
+	if nr.provision, err = connect("maintctl-up", sec.Operator, natsconf.RoleOperator); err != nil {
 		return nil, err
 	}
 	// Without users, one connection serves everything, as the server has no permissions; with
 	// them, the functions of each role run on a connection of that role.
 	nr.functions = nr.provision
-	for _, r := range functionRoles() {
-		if kp := sec.roles[r]; kp != nil {
+	for _, r := range local.FunctionRoles() {
+		if kp := sec.Roles[r]; kp != nil {
 			if nr.byRole[string(r)], err = connect("maintctl-up-"+string(r), kp, r); err != nil {
 				return nil, err
 			}

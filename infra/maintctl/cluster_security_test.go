@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"maintsignals/infra/local"
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/nats/rolestest"
 	"maintsignals/infra/provision"
@@ -25,9 +26,9 @@ var routePortRE = regexp.MustCompile(`routes on port (\d+)`)
 // writeUsers writes a --users file of users.
 func writeUsers(t *testing.T, users []natsconf.User) string {
 	t.Helper()
-	entries := make([]userJSON, len(users))
+	entries := make([]local.UserEntry, len(users))
 	for i, u := range users {
-		entries[i] = userJSON(u)
+		entries[i] = local.UserEntry(u)
 	}
 	b, err := json.Marshal(entries)
 	if err != nil {

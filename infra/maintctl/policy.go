@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	ui "maintsignals/infra/cli"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
@@ -286,8 +287,8 @@ func toPolicyJSON(p client.Policy) policyJSON {
 // printPolicy prints one policy for people, with its next occurrences from now.
 func (a *app) printPolicy(p client.Policy, now time.Time) error {
 	d := p.Policy.Document()
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	t := ui.NewTable(ui.Column{}, ui.Column{})
+	row := func(k, v string) { t.Row(k, k, v) }
 	row("scope", fmt.Sprintf("%s (%s)", d.Scope, p.Policy.Scope().Level))
 	row("set", fmt.Sprintf("%s by %s, command %s (revision %d)", fmtTime(p.Revision.At), dash(p.Revision.Meta.Actor), dash(p.Revision.Meta.LastCommandID), p.Revision.Seq))
 	row("time zone", p.Policy.Location().String())
@@ -308,7 +309,7 @@ func (a *app) printPolicy(p client.Policy, now time.Time) error {
 		}
 		row("next window", fmtTime(o.Start)+" → "+fmtTime(o.End))
 	}
-	return tw.Flush()
+	return t.Write(a.stdout, ui.View{Format: ui.Table, NoHeaders: true})
 }
 
 func (a *app) policyListCommand() *cobra.Command {
@@ -334,13 +335,14 @@ func (a *app) policyListCommand() *cobra.Command {
 				}
 				return a.writeJSON(out)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCOPE\tLEVEL\tZONE\tWINDOWS\tBLACKOUTS\tMIN-NOTICE\tRESCHEDULE\tREVISION")
+			t := ui.NewTable(ui.Column{Header: "SCOPE"}, ui.Column{Header: "LEVEL"}, ui.Column{Header: "ZONE"}, ui.Column{Header: "WINDOWS"},
+				ui.Column{Header: "BLACKOUTS"}, ui.Column{Header: "MIN-NOTICE"}, ui.Column{Header: "RESCHEDULE"}, ui.Column{Header: "REVISION"})
 			for _, p := range ps {
 				d := p.Policy.Document()
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%t\t%d\n", d.Scope, p.Policy.Scope().Level, p.Policy.Location(), len(d.Windows), len(d.Blackouts), dash(d.MinNotice), d.AllowReschedule, p.Revision.Seq)
+				t.Row(d.Scope, d.Scope, p.Policy.Scope().Level.String(), p.Policy.Location().String(), strconv.Itoa(len(d.Windows)), strconv.Itoa(len(d.Blackouts)),
+					d.MinNotice, strconv.FormatBool(d.AllowReschedule), strconv.FormatUint(p.Revision.Seq, 10))
 			}
-			return tw.Flush()
+			return a.printWhole(t)
 		},
 	}
 }

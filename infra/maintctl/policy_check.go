@@ -16,20 +16,6 @@ type notAllowedError struct{ rej *domain.Rejection }
 
 func (e *notAllowedError) Error() string { return "not allowed: " + e.rej.Error() }
 
-// checkJSON is `policy check`'s answer for scripts.
-type checkJSON struct {
-	ResourceID string         `json:"resourceId"`
-	Window     domain.Window  `json:"window"`
-	Scope      string         `json:"scope,omitempty"` // of the policy in force; "" when none
-	Revision   uint64         `json:"revision,omitempty"`
-	Notice     string         `json:"notice"` // the notice in force
-	Allowed    bool           `json:"allowed"`
-	Code       domain.Code    `json:"code,omitempty"`
-	Target     string         `json:"target,omitempty"`
-	Message    string         `json:"message,omitempty"`
-	Next       *domain.Window `json:"next,omitempty"` // the next allowed window of that length
-}
-
 func (a *app) policyCheckCommand() *cobra.Command {
 	var (
 		start, end string
@@ -82,35 +68,15 @@ the requested start and now plus the notice. Exit status 2 when the window is no
 	return c
 }
 
-// checkWindow judges w as a Pending announcing it at now would be (policy.Enforce).
-func checkWindow(resourceID string, w domain.Window, p client.Policy, ok bool, minNotice time.Duration, now time.Time) checkJSON {
-	var pol *policy.Policy
-	res := checkJSON{ResourceID: resourceID, Window: w}
-	if ok {
-		pol, res.Scope, res.Revision = p.Policy, p.Policy.Document().Scope, p.Revision.Seq
+// checkWindow judges w under p, the policy in force when ok (policy.Check).
+func checkWindow(resourceID string, w domain.Window, p client.Policy, ok bool, minNotice time.Duration, now time.Time) policy.Verdict {
+	if !ok {
+		return policy.Check(resourceID, w, nil, 0, minNotice, now)
 	}
-	notice := policy.NoticeInForce(pol, minNotice)
-	res.Notice = domain.FormatDuration(notice)
-	dec := policy.Enforce(domain.Command{ID: "check", ResourceID: resourceID, Task: domain.TaskPending, Window: &w}, now, pol, minNotice)
-	res.Allowed = dec.Rejection == nil
-	if !res.Allowed {
-		res.Code, res.Target, res.Message = dec.Rejection.Code, dec.Rejection.Target, dec.Rejection.Message
-	}
-	length, notBefore := w.End.Sub(w.Start), now.Add(notice)
-	if w.Start.After(notBefore) {
-		notBefore = w.Start
-	}
-	next, found := notBefore, true
-	if pol != nil {
-		next, found = pol.NextAllowed(length, notBefore)
-	}
-	if found {
-		res.Next = &domain.Window{Start: next.UTC(), End: next.Add(length).UTC()}
-	}
-	return res
+	return policy.Check(resourceID, w, p.Policy, p.Revision.Seq, minNotice, now)
 }
 
-func (a *app) printCheck(res checkJSON) error {
+func (a *app) printCheck(res policy.Verdict) error {
 	by := "no policy covers it"
 	if res.Scope != "" {
 		by = fmt.Sprintf("policy of %s (revision %d)", res.Scope, res.Revision)

@@ -5,6 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maintsignals/infra/local"
+	natsconf "maintsignals/infra/nats"
+	"maintsignals/infra/provision"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/embedded"
+	"maintsignals/shared/natsconn"
+	"maintsignals/shared/natsconn/natstest"
 	"maintsignals/test/testenv"
 	"os"
 	"path/filepath"
@@ -15,13 +22,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	natsconf "maintsignals/infra/nats"
-	"maintsignals/infra/provision"
-	"maintsignals/shared/domain"
-	"maintsignals/shared/embedded"
-	"maintsignals/shared/natsconn"
-	"maintsignals/shared/natsconn/natstest"
 )
 
 // atOnce is how fast a refused connection or a denied command must fail: one round trip, far
@@ -271,7 +271,7 @@ func TestUp_SecurityFlagsAreChecked(t *testing.T) {
 		{[]string{"--users", write("typo.json", `[{"name":"a","role":"admin","key":"U"}]`)}, "unknown field"},
 		{[]string{"--users", write("role.json", `[{"name":"a","role":"root","nkey":"`+seed.Public+`"}]`)}, "unknown role"},
 		{[]string{"--users", write("seed.json", `[{"name":"a","role":"admin","nkey":"`+string(seedBytes)+`"}]`)}, "never the seed"},
-		{[]string{"--users", write("own.json", `[{"name":"`+upOperatorUser+`","role":"admin","nkey":"`+seed.Public+`"}]`)}, "kept for up's own"},
+		{[]string{"--users", write("own.json", `[{"name":"`+local.OperatorUser+`","role":"admin","nkey":"`+seed.Public+`"}]`)}, "kept for up's own"},
 	} {
 		args := append([]string{"up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", ""}, tc.args...)
 		r := c.runFast(args...)

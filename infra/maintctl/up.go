@@ -28,7 +28,7 @@ type upFlags struct {
 	shards        int
 	inFlight      int
 	eventsMaxAge  time.Duration
-	security      securityFlags
+	security      local.SecurityFiles
 	// functions are every function, bound to their flags (the union of their flags).
 	functions *registry.Bound
 }
@@ -123,7 +123,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	if err != nil {
 		return err
 	}
-	sec, err := f.security.load()
+	sec, err := local.LoadSecurity(f.security)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 				a.printf("%s: %s\n", f.functions.Functions[i].Name, in.Address())
 			}
 		}
-		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.clientHint())
+		a.printf("ready: try `NATS_URL=%s maintctl%s pending <resource-id>`; Ctrl-C stops\n", nr.urls, sec.ClientHint())
 	})
 	a.log.Info("functions stopped; shutting NATS down")
 	nr.stop()

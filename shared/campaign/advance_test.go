@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 )
 
 // threeWaves: canary (manual gate) of subscription aaaa, early of bbbb, rest (2%) the others.
 func threeWaves(t *testing.T) *campaign.Campaign {
 	t.Helper()
-	s := mustSpec(t, edit(t, "waves", []any{
+	s := spectest.MustSpec(t, spectest.Edit(t, "waves", []any{
 		map[string]any{"name": "canary", "prefixes": []any{"/subscriptions/aaaa"}, "gate": "manual"},
 		map[string]any{"name": "early", "prefixes": []any{"/subscriptions/bbbb"}, "failureThreshold": "10%"},
 		map[string]any{"name": "rest", "failureThreshold": "2%"},
@@ -20,7 +22,7 @@ func threeWaves(t *testing.T) *campaign.Campaign {
 }
 
 // waves tallies n planned entities in each wave.
-func waves(s *campaign.Spec, n ...int) campaign.Tally {
+func waves(s *campaignspec.Spec, n ...int) campaign.Tally {
 	t := campaign.NewTally(s)
 	for w, k := range n {
 		for range k {

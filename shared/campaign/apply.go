@@ -3,6 +3,7 @@ package campaign
 import (
 	"time"
 
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 )
 
@@ -64,7 +65,7 @@ func Apply(c *Campaign, cmd Control, t Tally, at time.Time) (*Campaign, Effects,
 	return n, Effects{Events: append(out, more...)}, nil
 }
 
-func create(c *Campaign, s *Spec, at time.Time) (*Campaign, Effects, *domain.Rejection) {
+func create(c *Campaign, s *campaignspec.Spec, at time.Time) (*Campaign, Effects, *domain.Rejection) {
 	if s == nil {
 		return c, Effects{}, domain.InvalidParameter("spec", "is required with create")
 	}
@@ -154,7 +155,7 @@ func retriedTally(t Tally, p Phase) Tally {
 func (c *Campaign) approve(name string, phases Counts, at time.Time) ([]Event, *domain.Rejection) {
 	i, ok := c.spec.WaveIndex(name)
 	if !ok {
-		return nil, domain.InvalidParameter("wave", "campaign %s has no wave %q", c.ID, truncate(name, 64))
+		return nil, domain.InvalidParameter("wave", "campaign %s has no wave %q", c.ID, domain.Truncate(name, 64))
 	}
 	if !c.spec.Waves[i].Manual || c.Waves[i].Approved {
 		return nil, nil

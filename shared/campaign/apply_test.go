@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 )
 
-var at = utc("2026-11-01T12:00:00Z")
+var at = spectest.UTC("2026-11-01T12:00:00Z")
 
 func control(action campaign.Action, fields string) []byte {
 	return []byte(`{"id": "cmd-1", "campaign": "pucm-2026-12", "action": "` + string(action) + `"` + fields + `}`)
@@ -46,9 +47,9 @@ func TestDecodeControl_FieldsOfEachAction(t *testing.T) {
 		{"an unknown action", string(control("stop", "")), "pucm-2026-12", "", "action"},
 		{"an unknown field", string(control(campaign.ActionPause, `, "force": true`)), "pucm-2026-12", "", "force"},
 		{"create without a spec", string(control(campaign.ActionCreate, "")), "pucm-2026-12", "", "spec"},
-		{"create with a bad spec", string(control(campaign.ActionCreate, `, "spec": `+string(edit(t, "spread.slot", "1s")))), "pucm-2026-12", "", "spec.spread.slot"},
+		{"create with a bad spec", string(control(campaign.ActionCreate, `, "spec": `+string(spectest.Edit(t, "spread.slot", "1s")))), "pucm-2026-12", "", "spec.spread.slot"},
 		{"create with an unknown spec field", string(control(campaign.ActionCreate, `, "spec": {"id": "pucm-2026-12", "extra": 1}`)), "pucm-2026-12", "", "spec.extra"},
-		{"create another campaign's spec", string(control(campaign.ActionCreate, `, "spec": `+string(edit(t, "id", "other")))), "pucm-2026-12", "", "spec.id"},
+		{"create another campaign's spec", string(control(campaign.ActionCreate, `, "spec": `+string(spectest.Edit(t, "id", "other")))), "pucm-2026-12", "", "spec.id"},
 		{"retry without a phase", string(control(campaign.ActionRetry, "")), "pucm-2026-12", "", "phase"},
 		{"retry of succeeded", string(control(campaign.ActionRetry, `, "phase": "succeeded"`)), "pucm-2026-12", "", "phase"},
 		{"approve without a wave", string(control(campaign.ActionApprove, "")), "pucm-2026-12", "", "wave"},
@@ -62,23 +63,23 @@ func TestDecodeControl_FieldsOfEachAction(t *testing.T) {
 			t.Errorf("%s: %v, want InvalidParameter on %q", c.name, rej, c.target)
 		}
 	}
-	c := mustControl(t, control(campaign.ActionCreate, `, "spec": `+example+`, "actor": "sre@example.com", "issuedAt": "2026-11-01T12:00:00Z"`))
+	c := mustControl(t, control(campaign.ActionCreate, `, "spec": `+spectest.Example+`, "actor": "sre@example.com", "issuedAt": "2026-11-01T12:00:00Z"`))
 	if c.Compiled() == nil || c.Compiled().ID != "pucm-2026-12" || c.Actor != "sre@example.com" {
 		t.Errorf("create: %+v", c)
 	}
 }
 
 func TestApply_CreateIsOnceForOneSpec(t *testing.T) {
-	create := mustControl(t, control(campaign.ActionCreate, `, "spec": `+example))
+	create := mustControl(t, control(campaign.ActionCreate, `, "spec": `+spectest.Example))
 	c, fx, rej := campaign.Apply(nil, create, campaign.Tally{}, at)
 	if rej != nil || c.Status != campaign.StatusPlanning || c.Generation != 1 || fx.Duplicate || len(fx.Events) != 0 {
 		t.Fatalf("create: %+v %+v %v", c, fx, rej)
 	}
-	again := mustControl(t, control(campaign.ActionCreate, `, "spec": `+string(edit(t, "announceLead", "2w"))))
+	again := mustControl(t, control(campaign.ActionCreate, `, "spec": `+string(spectest.Edit(t, "announceLead", "2w"))))
 	if n, fx, rej := campaign.Apply(c, again, campaign.Tally{}, at); rej != nil || !fx.Duplicate || n != c {
 		t.Errorf("the same spec again: %+v %v, want duplicate", fx, rej)
 	}
-	other := mustControl(t, control(campaign.ActionCreate, `, "spec": `+string(edit(t, "announceLead", "1w"))))
+	other := mustControl(t, control(campaign.ActionCreate, `, "spec": `+string(spectest.Edit(t, "announceLead", "1w"))))
 	if _, _, rej := campaign.Apply(c, other, campaign.Tally{}, at); rej == nil || rej.Code != domain.CodeInvalidParameter || rej.Target != "spec" {
 		t.Errorf("another spec: %v, want InvalidParameter on spec", rej)
 	}

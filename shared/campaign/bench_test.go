@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
 )
 
-// A fleet as the contract's example plans it: the example spec (4h windows on 15m slots from
+// A fleet as the contract's spectest.Example plans it: the spectest.Example spec (4h windows on 15m slots from
 // 15 December, preferred across 14 days, deadline 15 January, 500 a slot, 20 a subscription),
 // n entities, 100 per subscription, a tenth of the subscriptions under one of a few policies.
 
@@ -51,16 +53,16 @@ func fleetPoliciesEvery(b testing.TB, n, every int) campaign.Policies {
 	return func(key string) *policy.Policy { return bySub[campaign.SubscriptionKey(key)] }
 }
 
-func fleet(b *testing.B, n int) (*campaign.Spec, campaign.Selection, campaign.Policies) {
+func fleet(b *testing.B, n int) (*campaignspec.Spec, campaign.Selection, campaign.Policies) {
 	b.Helper()
 	l, err := campaign.ParseList(strings.NewReader(strings.Join(fleetIDs(n), "\n")))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return mustSpec(b, []byte(example)), l.Entries, fleetPolicies(b, n)
+	return spectest.MustSpec(b, []byte(spectest.Example)), l.Entries, fleetPolicies(b, n)
 }
 
-var planAt = utc("2026-11-20T00:00:00Z")
+var planAt = spectest.UTC("2026-11-20T00:00:00Z")
 
 func benchmarkPlan(b *testing.B, n, every int) {
 	s, sel, _ := fleet(b, n)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"maintsignals/shared/campaignspec"
 )
 
 // Status is where a campaign stands.
@@ -43,20 +45,20 @@ type Retry struct {
 // Campaign is a campaign's own state: the value of its id in the campaigns bucket. Apply,
 // Activate and Advance return a new one and never change the one they are given.
 type Campaign struct {
-	ID         string      `json:"id"`
-	Spec       Document    `json:"spec"` // canonical
-	Digest     string      `json:"digest"`
-	Status     Status      `json:"status"`
-	Generation int         `json:"generation"`
-	Withdraw   bool        `json:"withdraw,omitempty"` // paused (or then halted) with withdraw
-	Waves      []WaveState `json:"waves"`
-	Retries    []Retry     `json:"retries,omitempty"`
-	Entities   int         `json:"entities"`
-	Progress   int         `json:"progress"`           // tenths of the selection done, reported
-	Finished   bool        `json:"finished,omitempty"` // completed reported, and no retry since
-	Events     int         `json:"events"`             // lifecycle events so far: numbers their ids
-	CreatedAt  time.Time   `json:"createdAt"`
-	UpdatedAt  time.Time   `json:"updatedAt"`
+	ID         string                `json:"id"`
+	Spec       campaignspec.Document `json:"spec"` // canonical
+	Digest     string                `json:"digest"`
+	Status     Status                `json:"status"`
+	Generation int                   `json:"generation"`
+	Withdraw   bool                  `json:"withdraw,omitempty"` // paused (or then halted) with withdraw
+	Waves      []WaveState           `json:"waves"`
+	Retries    []Retry               `json:"retries,omitempty"`
+	Entities   int                   `json:"entities"`
+	Progress   int                   `json:"progress"`           // tenths of the selection done, reported
+	Finished   bool                  `json:"finished,omitempty"` // completed reported, and no retry since
+	Events     int                   `json:"events"`             // lifecycle events so far: numbers their ids
+	CreatedAt  time.Time             `json:"createdAt"`
+	UpdatedAt  time.Time             `json:"updatedAt"`
 
 	// What the campaign function keeps beside the state the rules decide:
 	// Tally is the entities' phases as last counted, wave by wave (the status and the list
@@ -72,11 +74,11 @@ type Campaign struct {
 	// published, then cleared (see Message).
 	Outbox []Message `json:"outbox,omitempty"`
 
-	spec *Spec
+	spec *campaignspec.Spec
 }
 
 // Compiled is the campaign's compiled spec.
-func (c *Campaign) Compiled() *Spec { return c.spec }
+func (c *Campaign) Compiled() *campaignspec.Spec { return c.spec }
 
 // Encode marshals the campaign for its bucket.
 func (c *Campaign) Encode() ([]byte, error) { return encode("campaign", c) }
@@ -129,7 +131,7 @@ func (c *Campaign) Swept(generation int) *Campaign {
 }
 
 // NewCampaign is a campaign created from spec at at, planning.
-func NewCampaign(s *Spec, at time.Time) *Campaign {
+func NewCampaign(s *campaignspec.Spec, at time.Time) *Campaign {
 	return &Campaign{ID: s.ID, Spec: s.Document(), Digest: s.Digest(), Status: StatusPlanning, Generation: 1,
 		Waves: make([]WaveState, len(s.Waves)), Tally: NewTally(s), CreatedAt: at, UpdatedAt: at, spec: s}
 }

@@ -2,8 +2,10 @@ package campaign
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 )
 
@@ -26,28 +28,28 @@ var Actions = []Action{ActionCreate, ActionPause, ActionResume, ActionCancel, Ac
 // Control is a campaign command, published on maint.campaign.cmd.<campaign> (stream
 // MAINT_CAMPAIGNS) with Nats-Msg-Id id, signed like admin commands.
 type Control struct {
-	ID       string    `json:"id"`
-	Campaign string    `json:"campaign"`
-	Action   Action    `json:"action"`
-	Spec     *Document `json:"spec,omitempty"`     // create
-	Withdraw bool      `json:"withdraw,omitempty"` // pause
-	Phase    Phase     `json:"phase,omitempty"`    // retry
-	Wave     string    `json:"wave,omitempty"`     // approve
-	Actor    string    `json:"actor,omitempty"`
-	IssuedAt string    `json:"issuedAt,omitempty"`
+	ID       string                 `json:"id"`
+	Campaign string                 `json:"campaign"`
+	Action   Action                 `json:"action"`
+	Spec     *campaignspec.Document `json:"spec,omitempty"`     // create
+	Withdraw bool                   `json:"withdraw,omitempty"` // pause
+	Phase    Phase                  `json:"phase,omitempty"`    // retry
+	Wave     string                 `json:"wave,omitempty"`     // approve
+	Actor    string                 `json:"actor,omitempty"`
+	IssuedAt string                 `json:"issuedAt,omitempty"`
 
-	compiled *Spec
+	compiled *campaignspec.Spec
 }
 
 // Compiled is the compiled spec of a create (nil for the other actions).
-func (c Control) Compiled() *Spec { return c.compiled }
+func (c Control) Compiled() *campaignspec.Spec { return c.compiled }
 
 // DecodeControl reads a campaign command received on the subject of campaign id, with msgID
 // its Nats-Msg-Id ("" if none): strictly, as DecodeDocument reads a spec, then its fields. A
 // create's spec is compiled (targets "spec.…") and must have the campaign's id.
 func DecodeControl(body []byte, id, msgID string) (Control, *domain.Rejection) {
 	var c Control
-	if rej := decodeStrict(body, domain.MaxCommandBytes, "body", &c); rej != nil {
+	if rej := domain.DecodeStrict(body, domain.MaxCommandBytes, "body", &c); rej != nil {
 		return Control{}, rej
 	}
 	if rej := c.validate(id, msgID); rej != nil {
@@ -56,7 +58,7 @@ func DecodeControl(body []byte, id, msgID string) (Control, *domain.Rejection) {
 	if c.Action == ActionCreate {
 		s, rej := c.Spec.Compile()
 		if rej != nil {
-			rej.Target = join("spec", rej.Target)
+			rej.Target = strings.TrimSuffix("spec."+rej.Target, ".")
 			return c, rej
 		}
 		if s.ID != c.Campaign {
@@ -75,19 +77,19 @@ func (c *Control) validate(id, msgID string) *domain.Rejection {
 	case c.ID == "" || !domain.ValidID(c.ID):
 		return domain.InvalidParameter("id", "must be 1-%d characters of [A-Za-z0-9_.:-]", domain.MaxIDLength)
 	case msgID != "" && msgID != c.ID:
-		return domain.InvalidParameter("id", "differs from the Nats-Msg-Id header %q", truncate(msgID, 64))
-	case !ValidID(c.Campaign) || id != "" && c.Campaign != id:
-		return domain.InvalidParameter("campaign", "must be the campaign id of the subject (%q), got %q", id, truncate(c.Campaign, 64))
+		return domain.InvalidParameter("id", "differs from the Nats-Msg-Id header %q", domain.Truncate(msgID, 64))
+	case !campaignspec.ValidID(c.Campaign) || id != "" && c.Campaign != id:
+		return domain.InvalidParameter("campaign", "must be the campaign id of the subject (%q), got %q", id, domain.Truncate(c.Campaign, 64))
 	case !known:
-		return domain.InvalidParameter("action", "must be one of %v, got %q", Actions, truncate(string(c.Action), 64))
+		return domain.InvalidParameter("action", "must be one of %v, got %q", Actions, domain.Truncate(string(c.Action), 64))
 	case !ok:
 		return domain.InvalidParameter(map[Action]string{ActionCreate: "spec", ActionRetry: "phase", ActionApprove: "wave"}[c.Action], "is required with %s", c.Action)
 	case c.Spec != nil && c.Action != ActionCreate, c.Withdraw && c.Action != ActionPause,
 		c.Phase != "" && c.Action != ActionRetry, c.Wave != "" && c.Action != ActionApprove:
 		return domain.InvalidParameter("action", "%s takes only its own fields (spec with create, withdraw with pause, phase with retry, wave with approve)", c.Action)
 	case c.Action == ActionRetry && !c.Phase.Retryable():
-		return domain.InvalidParameter("phase", "must be failed, skipped or rejected, got %q", truncate(string(c.Phase), 32))
-	case len(c.Actor) > domain.MaxActorBytes || hasControl(c.Actor, false):
+		return domain.InvalidParameter("phase", "must be failed, skipped or rejected, got %q", domain.Truncate(string(c.Phase), 32))
+	case len(c.Actor) > domain.MaxActorBytes || domain.HasControl(c.Actor, false):
 		return domain.InvalidParameter("actor", "must be at most %d bytes without control characters", domain.MaxActorBytes)
 	}
 	if c.IssuedAt != "" {

@@ -1,16 +1,14 @@
 // Package campaign is the pure core of fleet campaigns: one piece of work announced across
-// many entities. It reads and checks a campaign's spec, selects its entities, plans their
-// windows, and holds the rules by which a campaign function tracks them and obeys its control
-// commands. It does no I/O: the function reads the stores and the streams, this package
-// decides, the function publishes what it decided and then writes the state it returned.
+// many entities. From a campaign's spec (package campaignspec reads and checks it) it selects
+// its entities, plans their windows, and holds the rules by which a campaign function tracks
+// them and obeys its control commands. It does no I/O: the function reads the stores and the
+// streams, this package decides, the function publishes what it decided and then writes the
+// state it returned.
+// The ids of a campaign's commands and the rule by which the command function admits them
+// are in package admission, which the command function imports alone.
 //
 // Semantics, which the campaign function, the CLI and the web view share:
 //
-//   - Spec: strict JSON (no unknown, repeated or re-cased key); durations as Go durations plus
-//     d (24h) and w (168h). Two specs are the same campaign when their canonical forms are
-//     equal (Spec.Digest): durations and times normalised, the seed filled with the id,
-//     prefixes lower-cased, sorted and unique. across must be a whole number of slots, and
-//     the window of the last preferred slot must end by the deadline.
 //   - Selection: a list (one resource ID a line; blank lines and # comments ignored) and/or
 //     prefixes over the tracked entities; a prefix covers an ID equal to it or continuing it
 //     with "/", compared by key (case-insensitively). One entry per key, sorted by key: the

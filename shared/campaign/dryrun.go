@@ -77,7 +77,7 @@ func (p *Plan) appendAt(b []byte, i int) []byte {
 		w = p.planner.window(int(p.slot[i]))
 		e.Window = &w
 	}
-	if p.spec.explicitWaves && p.wave[i] >= 0 {
+	if p.spec.ExplicitWaves() && p.wave[i] >= 0 {
 		e.Wave = p.spec.Waves[p.wave[i]].Name
 	}
 	return appendEntry(b, &e)

@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec/spectest"
 )
 
 func wavePlan(t *testing.T) *campaign.Plan {
 	t.Helper()
-	s := mustSpec(t, edit(t, "waves[1].prefixes", []any{"/subscriptions/b"}, "spread.maxPerSlot", 2, "spread.maxPerSlotPerSubscription", 1,
+	s := spectest.MustSpec(t, spectest.Edit(t, "waves[1].prefixes", []any{"/subscriptions/b"}, "spread.maxPerSlot", 2, "spread.maxPerSlotPerSubscription", 1,
 		"spread.across", "15m", "window.deadline", "2026-12-15T05:00:00Z", "window.length", "4h"))
 	// slots 00:00 and 00:15 and 00:30 and 00:45 and 01:00; two a slot, one of a subscription.
 	ids := []string{`/subscriptions/aaaa/c"quoted"`, `/subscriptions/aaaa/c\back`, "/subscriptions/aaaa/c<é>", "/subscriptions/aaaa/c4",
 		"/subscriptions/aaaa/c5", "/subscriptions/aaaa/c6", "/subscriptions/b/c1", "/subscriptions/b/c2", "/subscriptions/z/c1"}
-	return campaign.NewPlan(s, entities(t, ids...), nil, campaign.Settings{}, utc("2026-11-01T00:00:00Z"))
+	return campaign.NewPlan(s, entities(t, ids...), nil, campaign.Settings{}, spectest.UTC("2026-11-01T00:00:00Z"))
 }
 
 func TestWriteJSON_TheDryRunOfTheContract(t *testing.T) {
@@ -68,7 +69,7 @@ func TestWriteJSON_TheDryRunOfTheContract(t *testing.T) {
 }
 
 func TestWriteJSON_AnEmptyPlan(t *testing.T) {
-	p := campaign.NewPlan(mustSpec(t, []byte(example)), nil, nil, campaign.Settings{}, before)
+	p := campaign.NewPlan(spectest.MustSpec(t, []byte(spectest.Example)), nil, nil, campaign.Settings{}, before)
 	var b bytes.Buffer
 	if err := p.WriteJSON(&b, true); err != nil {
 		t.Fatal(err)

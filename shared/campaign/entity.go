@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -70,7 +71,7 @@ func Step(c *Campaign, set Settings, key string, e Entity, notice time.Duration,
 		return e, Effects{}
 	case (c.Status == StatusCancelled || c.Withdraw) && withdrawable:
 		e.Withdrawing, e.RetryAt = true, time.Time{}
-		return e, Effects{Commands: []Command{Withdrawal(c, key, e)}}
+		return e, Effects{Commands: []admission.Command{Withdrawal(c, key, e)}}
 	case e.Phase == PhaseAnnounced && e.Window != nil && e.Window.Ended(now):
 		e.Phase = PhaseOverdue
 		return e, Effects{}
@@ -90,7 +91,7 @@ func Step(c *Campaign, set Settings, key string, e Entity, notice time.Duration,
 		return e, Effects{}
 	}
 	e.Phase, e.Reason, e.RetryAt = PhaseAnnounced, "", time.Time{}
-	return e, Effects{Commands: []Command{Announcement(c, key, e)}}
+	return e, Effects{Commands: []admission.Command{Announcement(c, key, e)}}
 }
 
 // retried is the entity planned anew when a retry in effect covers its phase.

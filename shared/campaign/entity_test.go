@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 )
 
@@ -14,13 +17,13 @@ const (
 	entityKey = "subscriptions/aaaa/resourcegroups/rg/providers/p/c1"
 )
 
-var window = &domain.Window{Start: utc("2026-12-20T00:00:00Z"), End: utc("2026-12-20T04:00:00Z")}
+var window = &domain.Window{Start: spectest.UTC("2026-12-20T00:00:00Z"), End: spectest.UTC("2026-12-20T04:00:00Z")}
 
-// live is the example campaign, created and activated, in the status given, both waves open.
+// live is the spectest.Example campaign, created and activated, in the status given, both waves open.
 func live(t testing.TB, status campaign.Status) *campaign.Campaign {
 	t.Helper()
-	s := mustSpec(t, []byte(example))
-	c, _ := campaign.Activate(campaign.NewCampaign(s, utc("2026-11-01T00:00:00Z")), tallyOf(s, 0, campaign.PhasePlanned, 10), utc("2026-11-01T00:00:00Z"))
+	s := spectest.MustSpec(t, []byte(spectest.Example))
+	c, _ := campaign.Activate(campaign.NewCampaign(s, spectest.UTC("2026-11-01T00:00:00Z")), tallyOf(s, 0, campaign.PhasePlanned, 10), spectest.UTC("2026-11-01T00:00:00Z"))
 	b, _ := c.Encode()
 	c, err := campaign.DecodeCampaign([]byte(strings.Replace(string(b), `"waves":[{},{}]`, `"waves":[{"opened":true,"approved":true},{"opened":true}]`, 1)))
 	if err != nil {
@@ -30,7 +33,7 @@ func live(t testing.TB, status campaign.Status) *campaign.Campaign {
 	return c
 }
 
-func tallyOf(s *campaign.Spec, wave int, p campaign.Phase, n int) campaign.Tally {
+func tallyOf(s *campaignspec.Spec, wave int, p campaign.Phase, n int) campaign.Tally {
 	t := campaign.NewTally(s)
 	for range n {
 		t.Add(wave, p)
@@ -51,7 +54,7 @@ const (
 )
 
 func TestObserve_PhaseFollowsTheOutcomeEvents(t *testing.T) {
-	at := utc("2026-12-06T00:00:01Z")
+	at := spectest.UTC("2026-12-06T00:00:01Z")
 	ref1 := &domain.CampaignRef{ID: "pucm-2026-12", Generation: 1}
 	cases := []struct {
 		name   string
@@ -104,9 +107,9 @@ func TestObserve_PhaseFollowsTheOutcomeEvents(t *testing.T) {
 		}
 		switch c.kind {
 		case ours:
-			c.ev.CommandID = campaign.AnnounceID(camp.ID, 1, entityKey)
+			c.ev.CommandID = admission.AnnounceID(camp.ID, 1, entityKey)
 		case withdrawal:
-			c.ev.CommandID = campaign.WithdrawID(camp.ID, 1, entityKey)
+			c.ev.CommandID = admission.WithdrawID(camp.ID, 1, entityKey)
 		}
 		got := campaign.Observe(camp, campaign.Settings{}, entityKey, c.e, c.ev)
 		switch {
@@ -182,9 +185,9 @@ func TestStep_WhatTimeAndTheCampaignDo(t *testing.T) {
 		switch {
 		case c.command == "" && len(fx.Commands) > 0:
 			t.Errorf("%s: sends %+v", c.name, fx.Commands)
-		case c.command == "announce" && (len(fx.Commands) != 1 || fx.Commands[0].ID != campaign.AnnounceID(camp.ID, got.Generation, entityKey) || fx.Commands[0].Window != got.Window):
+		case c.command == "announce" && (len(fx.Commands) != 1 || fx.Commands[0].ID != admission.AnnounceID(camp.ID, got.Generation, entityKey) || fx.Commands[0].Window != got.Window):
 			t.Errorf("%s: commands %+v, want its announcement", c.name, fx.Commands)
-		case c.command == "withdraw" && (len(fx.Commands) != 1 || fx.Commands[0].ID != campaign.WithdrawID(camp.ID, got.Generation, entityKey) || !got.Withdrawing):
+		case c.command == "withdraw" && (len(fx.Commands) != 1 || fx.Commands[0].ID != admission.WithdrawID(camp.ID, got.Generation, entityKey) || !got.Withdrawing):
 			t.Errorf("%s: commands %+v (withdrawing %t), want its withdrawal", c.name, fx.Commands, got.Withdrawing)
 		}
 	}

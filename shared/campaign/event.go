@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -75,7 +76,7 @@ func (c *Campaign) emit(out []Event, t EventType, phases Counts, at time.Time) [
 type Effects struct {
 	// Duplicate: the command is the same as one applied before; its outcome is duplicate.
 	Duplicate bool
-	Commands  []Command
+	Commands  []admission.Command
 	Events    []Event
 }
 

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 )
 
 // A campaign command or a list from anyone never panics the reader, and a spec accepted once
 // is accepted again from its canonical form, as the same campaign.
 func FuzzDecodeControl(f *testing.F) {
-	f.Add(control(campaign.ActionCreate, `, "spec": `+example))
+	f.Add(control(campaign.ActionCreate, `, "spec": `+spectest.Example))
 	f.Add(control(campaign.ActionPause, `, "withdraw": true`))
 	f.Add(control(campaign.ActionRetry, `, "phase": "failed"`))
 	f.Add([]byte(`{"id": "x", "campaign": "pucm-2026-12", "action": "create", "spec": {"waves": [{"name": "a", "prefixes": [1]}]}}`))
@@ -19,7 +21,7 @@ func FuzzDecodeControl(f *testing.F) {
 		if rej != nil || c.Compiled() == nil {
 			return
 		}
-		again, rej := campaign.ParseSpec(c.Compiled().Canonical())
+		again, rej := campaignspec.ParseSpec(c.Compiled().Canonical())
 		if rej != nil || again.Digest() != c.Compiled().Digest() {
 			t.Fatalf("the canonical form of an accepted spec: %v\n%s", rej, c.Compiled().Canonical())
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/domain"
 )
 
@@ -26,9 +27,9 @@ import (
 // function reads it from the record).
 func Observe(c *Campaign, set Settings, key string, e Entity, ev domain.Event) Entity {
 	switch ev.CommandID {
-	case AnnounceID(c.ID, e.Generation, key):
+	case admission.AnnounceID(c.ID, e.Generation, key):
 		return observeAnnouncement(set, e, ev)
-	case WithdrawID(c.ID, e.Generation, key):
+	case admission.WithdrawID(c.ID, e.Generation, key):
 		return observeWithdrawal(c, set, e, ev)
 	}
 	if ev.Outcome != domain.OutcomeApplied || ev.Campaign == nil || ev.Campaign.ID != c.ID || ev.Campaign.Generation != e.Generation {
@@ -41,13 +42,13 @@ func Observe(c *Campaign, set Settings, key string, e Entity, ev domain.Event) E
 	case ev.Task == domain.TaskUpdateSucceeded:
 		to = PhaseSucceeded
 	case ev.Task == domain.TaskUpdateFailed:
-		to, why = PhaseFailed, truncate(ev.Error, 256)
+		to, why = PhaseFailed, domain.Truncate(ev.Error, 256)
 	case ev.Task == domain.TaskPending:
-		to, why = PhaseSuperseded, fmt.Sprintf("its window was replaced by command %s", truncate(ev.CommandID, 128))
+		to, why = PhaseSuperseded, fmt.Sprintf("its window was replaced by command %s", domain.Truncate(ev.CommandID, 128))
 	case ev.Task == domain.TaskReschedule:
 		return e
 	case ev.To == domain.StateNone:
-		to, why = PhaseCleared, fmt.Sprintf("command %s (%s) cleared it", truncate(ev.CommandID, 128), ev.Task)
+		to, why = PhaseCleared, fmt.Sprintf("command %s (%s) cleared it", domain.Truncate(ev.CommandID, 128), ev.Task)
 	default:
 		return e
 	}
@@ -103,13 +104,13 @@ func observeWithdrawal(c *Campaign, set Settings, e Entity, ev domain.Event) Ent
 // refusal describes a refused or dead-lettered command's outcome.
 func refusal(ev domain.Event) string {
 	if ev.Outcome == domain.OutcomeDeadLettered {
-		return "dead-lettered: " + truncate(ev.Message, 200)
+		return "dead-lettered: " + domain.Truncate(ev.Message, 200)
 	}
 	s := string(ev.Code)
 	if ev.Target != "" {
 		s += " (" + ev.Target + ")"
 	}
-	return s + ": " + truncate(ev.Message, 200)
+	return s + ": " + domain.Truncate(ev.Message, 200)
 }
 
 var zeroTime time.Time

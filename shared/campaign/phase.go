@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"maintsignals/shared/campaignspec"
 )
 
 // Phase is where one entity of a campaign stands.
@@ -138,7 +140,7 @@ type Tally struct {
 }
 
 // NewTally is an empty tally for a spec.
-func NewTally(s *Spec) Tally { return Tally{Waves: make([]Counts, len(s.Waves))} }
+func NewTally(s *campaignspec.Spec) Tally { return Tally{Waves: make([]Counts, len(s.Waves))} }
 
 func (t *Tally) of(wave int) *Counts {
 	if wave < 0 || wave >= len(t.Waves) {

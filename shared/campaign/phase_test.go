@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 )
 
@@ -48,7 +49,7 @@ func TestCounts_EveryPhaseInJSONAndTheySum(t *testing.T) {
 }
 
 func TestTally_MovesKeepTheSum(t *testing.T) {
-	s := mustSpec(t, []byte(example))
+	s := spectest.MustSpec(t, []byte(spectest.Example))
 	tally := campaign.NewTally(s)
 	tally.Add(0, campaign.PhasePlanned)
 	tally.Add(1, campaign.PhasePlanned)

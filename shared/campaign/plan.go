@@ -4,6 +4,7 @@ import (
 	"iter"
 	"time"
 
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
 )
@@ -30,7 +31,7 @@ const (
 // Plan is the plan of a selection: a window or a skip for each entity, and the window starts
 // of each slot. The same spec, selection, policies, settings and time give the same plan.
 type Plan struct {
-	spec    *Spec
+	spec    *campaignspec.Spec
 	planner *Planner
 	sel     Selection
 	slot    []int32 // per entry: its slot, or skipNoSlot, skipNoWave
@@ -42,7 +43,7 @@ type Plan struct {
 // NewPlan plans every entity of sel, in key order, at now: each in the first wave that covers
 // it (skipped NoWave when none does), then at the first slot Planner.Place finds (skipped
 // NoAllowedSlot when there is none). policies may be nil (no entity has a policy).
-func NewPlan(s *Spec, sel Selection, policies Policies, set Settings, now time.Time) *Plan {
+func NewPlan(s *campaignspec.Spec, sel Selection, policies Policies, set Settings, now time.Time) *Plan {
 	p := &Plan{spec: s, planner: NewPlanner(s, set, now), sel: sel,
 		slot: make([]int32, len(sel)), wave: make([]int8, len(sel))}
 	for i, e := range sel {
@@ -69,7 +70,7 @@ func NewPlan(s *Spec, sel Selection, policies Policies, set Settings, now time.T
 }
 
 // Spec is the plan's spec.
-func (p *Plan) Spec() *Spec { return p.spec }
+func (p *Plan) Spec() *campaignspec.Spec { return p.spec }
 
 // Len is the number of entities planned or skipped.
 func (p *Plan) Len() int { return len(p.sel) }
@@ -91,7 +92,7 @@ func (p *Plan) Skipped(r Reason) int {
 // Placement is one entity's part of the plan.
 type Placement struct {
 	Key, ResourceID string
-	Wave            int            // index in Spec.Waves, -1 for none
+	Wave            int            // index in campaignspec.Spec.Waves, -1 for none
 	Window          *domain.Window // nil when skipped
 	Skipped         Reason         // "" when planned
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
 )
@@ -15,7 +17,7 @@ import (
 // trial is one random campaign: a spec, entities over a few subscriptions, their policies,
 // the function's settings and the time of the plan.
 type trial struct {
-	spec *campaign.Spec
+	spec *campaignspec.Spec
 	sel  campaign.Selection
 	pols campaign.Policies
 	set  campaign.Settings
@@ -28,14 +30,14 @@ func randomTrial(t *testing.T, r *rand.Rand) trial {
 	n := 1 + r.IntN(48)
 	span := time.Duration(n)*slot + length + time.Duration(r.IntN(100))*slot
 	maxPerSlot := 1 + r.IntN(5)
-	earliest := utc("2026-12-10T00:00:00Z").Add(time.Duration(r.IntN(96)) * 15 * time.Minute)
-	s := mustSpec(t, edit(t, "window.earliest", earliest.Format(time.RFC3339),
+	earliest := spectest.UTC("2026-12-10T00:00:00Z").Add(time.Duration(r.IntN(96)) * 15 * time.Minute)
+	s := spectest.MustSpec(t, spectest.Edit(t, "window.earliest", earliest.Format(time.RFC3339),
 		"window.deadline", earliest.Add(span).Format(time.RFC3339),
 		"window.length", domain.FormatDuration(length), "spread.slot", domain.FormatDuration(slot),
 		"spread.across", domain.FormatDuration(time.Duration(n)*slot),
 		"spread.maxPerSlot", maxPerSlot, "spread.maxPerSlotPerSubscription", r.IntN(maxPerSlot+1),
 		"spread.seed", fmt.Sprintf("seed-%d", r.IntN(1000)),
-		"announceLead", []string{"0", "6h", "1d", "14d"}[r.IntN(4)], "waves", del))
+		"announceLead", []string{"0", "6h", "1d", "14d"}[r.IntN(4)], "waves", spectest.Del))
 	var ids []string
 	for i := range 1 + r.IntN(200) {
 		switch sub := r.IntN(7); sub {
@@ -172,9 +174,9 @@ func TestPlan_IsDeterministic(t *testing.T) {
 		}
 		shuffled := append(campaign.Selection(nil), tr.sel...)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		subs, _ := campaign.ParsePrefix("/subscriptions")
-		tenants, _ := campaign.ParsePrefix("/tenants")
-		again, err := campaign.Select(nil, []campaign.Prefix{subs, tenants}, func(yield func(string, string) bool) {
+		subs, _ := campaignspec.ParsePrefix("/subscriptions")
+		tenants, _ := campaignspec.ParsePrefix("/tenants")
+		again, err := campaign.Select(nil, []campaignspec.Prefix{subs, tenants}, func(yield func(string, string) bool) {
 			for _, e := range shuffled {
 				if !yield(e.Key, e.ResourceID) {
 					return

@@ -9,21 +9,23 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
 )
 
 // grid is a spec of hourly slots from 2026-12-01, windows of an hour, no waves.
-func grid(t testing.TB, across string, days int, maxPerSlot, perSub int, more ...any) *campaign.Spec {
+func grid(t testing.TB, across string, days int, maxPerSlot, perSub int, more ...any) *campaignspec.Spec {
 	t.Helper()
 	pairs := append([]any{
 		"window.earliest", "2026-12-01T00:00:00Z",
-		"window.deadline", utc("2026-12-01T00:00:00Z").Add(time.Duration(days) * domain.Day).Format(time.RFC3339),
+		"window.deadline", spectest.UTC("2026-12-01T00:00:00Z").Add(time.Duration(days) * domain.Day).Format(time.RFC3339),
 		"window.length", "1h", "spread.slot", "1h", "spread.across", across,
 		"spread.maxPerSlot", maxPerSlot, "spread.maxPerSlotPerSubscription", perSub,
-		"announceLead", "14d", "waves", del,
+		"announceLead", "14d", "waves", spectest.Del,
 	}, more...)
-	return mustSpec(t, edit(t, pairs[0].(string), pairs[1], pairs[2:]...))
+	return spectest.MustSpec(t, spectest.Edit(t, pairs[0].(string), pairs[1], pairs[2:]...))
 }
 
 func entities(t testing.TB, ids ...string) campaign.Selection {
@@ -36,7 +38,7 @@ func entities(t testing.TB, ids ...string) campaign.Selection {
 }
 
 // before is a time long enough before the campaign that notice never binds.
-var before = utc("2026-11-01T00:00:00Z")
+var before = spectest.UTC("2026-11-01T00:00:00Z")
 
 // preferred is the contract's formula, computed here on its own.
 func preferred(seed, key string, n int) int {
@@ -44,9 +46,9 @@ func preferred(seed, key string, n int) int {
 	return int(binary.BigEndian.Uint64(sum[:8]) % uint64(n))
 }
 
-func startOf(s *campaign.Spec, k int) time.Time { return s.Earliest.Add(time.Duration(k) * s.Slot) }
+func startOf(s *campaignspec.Spec, k int) time.Time { return s.Earliest.Add(time.Duration(k) * s.Slot) }
 
-func slotOf(s *campaign.Spec, w *domain.Window) int { return int(w.Start.Sub(s.Earliest) / s.Slot) }
+func slotOf(s *campaignspec.Spec, w *domain.Window) int { return int(w.Start.Sub(s.Earliest) / s.Slot) }
 
 func TestPlan_PreferredSlotIsTheSaltedHashOfTheKey(t *testing.T) {
 	s := grid(t, "10d", 12, 1000, 0)
@@ -127,7 +129,7 @@ func TestPlan_SkipsWhatTheDeadlineLeavesNoSlotFor(t *testing.T) {
 func TestPlan_NoticeAndNow(t *testing.T) {
 	s := grid(t, "1h", 3, 100, 0, "announceLead", "24h")
 	one := entities(t, "/c")
-	now := utc("2026-12-01T05:30:00Z")
+	now := spectest.UTC("2026-12-01T05:30:00Z")
 	cases := []struct {
 		name string
 		set  campaign.Settings
@@ -135,18 +137,18 @@ func TestPlan_NoticeAndNow(t *testing.T) {
 		want time.Time
 		skip bool
 	}{
-		{"only the margin", campaign.Settings{}, nil, utc("2026-12-01T06:00:00Z"), false},
-		{"a wider margin", campaign.Settings{Margin: 31 * time.Minute}, nil, utc("2026-12-01T07:00:00Z"), false},
-		{"the function's notice", campaign.Settings{MinNotice: 12 * time.Hour}, nil, utc("2026-12-01T18:00:00Z"), false},
-		{"a policy's notice larger", campaign.Settings{MinNotice: time.Hour}, anyTime(t, "20h"), utc("2026-12-02T02:00:00Z"), false},
-		{"a notice equal to the lead", campaign.Settings{MinNotice: 24 * time.Hour}, nil, utc("2026-12-02T06:00:00Z"), false},
+		{"only the margin", campaign.Settings{}, nil, spectest.UTC("2026-12-01T06:00:00Z"), false},
+		{"a wider margin", campaign.Settings{Margin: 31 * time.Minute}, nil, spectest.UTC("2026-12-01T07:00:00Z"), false},
+		{"the function's notice", campaign.Settings{MinNotice: 12 * time.Hour}, nil, spectest.UTC("2026-12-01T18:00:00Z"), false},
+		{"a policy's notice larger", campaign.Settings{MinNotice: time.Hour}, anyTime(t, "20h"), spectest.UTC("2026-12-02T02:00:00Z"), false},
+		{"a notice equal to the lead", campaign.Settings{MinNotice: 24 * time.Hour}, nil, spectest.UTC("2026-12-02T06:00:00Z"), false},
 		{"a notice longer than the lead", campaign.Settings{MinNotice: 25 * time.Hour}, nil, time.Time{}, true},
 		{"a policy's notice longer than the lead", campaign.Settings{}, anyTime(t, "2d"), time.Time{}, true},
 		{"no slot left after the notice", campaign.Settings{MinNotice: 23 * time.Hour}, nil, time.Time{}, true},
 	}
 	for _, c := range cases {
 		if c.name == "no slot left after the notice" {
-			now = utc("2026-12-03T01:30:00Z") // 01:30 + 23h02 is past the last slot, 23:00 on the 3rd
+			now = spectest.UTC("2026-12-03T01:30:00Z") // 01:30 + 23h02 is past the last slot, 23:00 on the 3rd
 		}
 		p := campaign.NewPlan(s, one, func(string) *policy.Policy { return c.pol }, c.set, now)
 		pl := p.At(0)
@@ -211,16 +213,16 @@ func TestPlan_WindowsLieInsideThePolicy(t *testing.T) {
 			}
 			continue
 		}
-		if pl.Window == nil || !pl.Window.Start.Equal(utc(want[pl.Key])) {
+		if pl.Window == nil || !pl.Window.Start.Equal(spectest.UTC(want[pl.Key])) {
 			t.Errorf("%s: %+v, want %s", pl.Key, pl.Window, want[pl.Key])
 		}
 	}
 }
 
 func TestPlan_NoWave(t *testing.T) {
-	s := mustSpec(t, edit(t, "waves[1].prefixes", []any{"/subscriptions/b"}, "spread.maxPerSlotPerSubscription", del))
+	s := spectest.MustSpec(t, spectest.Edit(t, "waves[1].prefixes", []any{"/subscriptions/b"}, "spread.maxPerSlotPerSubscription", spectest.Del))
 	sel := entities(t, "/subscriptions/aaaa/c", "/subscriptions/b/c", "/subscriptions/c/c")
-	p := campaign.NewPlan(s, sel, nil, campaign.Settings{}, utc("2026-11-01T00:00:00Z"))
+	p := campaign.NewPlan(s, sel, nil, campaign.Settings{}, spectest.UTC("2026-11-01T00:00:00Z"))
 	if p.Skipped(campaign.NoWave) != 1 || p.Planned() != 2 || p.At(2).Skipped != campaign.NoWave || p.At(2).Wave != -1 {
 		t.Fatalf("%+v %+v", p.Summary(), p.At(2))
 	}

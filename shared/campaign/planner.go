@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"time"
 
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
 )
@@ -61,7 +62,7 @@ type Policies func(key string) *policy.Policy
 // holds. Slot k starts at window.earliest + k·slot; the last slot is the last whose window
 // ends by the deadline. A Planner is not safe for concurrent use.
 type Planner struct {
-	spec      *Spec
+	spec      *campaignspec.Spec
 	now       time.Time
 	margin    time.Duration
 	minNotice time.Duration
@@ -85,7 +86,7 @@ type Planner struct {
 const memoBudget = 1 << 24
 
 // NewPlanner is a planner with every slot empty, planning at now with the settings.
-func NewPlanner(s *Spec, set Settings, now time.Time) *Planner {
+func NewPlanner(s *campaignspec.Spec, set Settings, now time.Time) *Planner {
 	last := int(s.Deadline.Sub(s.Earliest)-s.Length) / int(s.Slot)
 	p := &Planner{
 		spec: s, now: now, margin: set.margin(), minNotice: set.MinNotice,

@@ -101,7 +101,7 @@ func (p *Plan) renderSkips() string {
 
 func (p *Plan) renderWaves() string {
 	s := p.spec
-	if !s.explicitWaves {
+	if !s.ExplicitWaves() {
 		return ""
 	}
 	planned, total := make([]int, len(s.Waves)), make([]int, len(s.Waves))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/policy"
 )
 
@@ -29,7 +30,7 @@ func holdsSlot(p Phase) bool {
 // NewPlan would, around the windows the campaign's other entities hold (each counted in its
 // slot, so the caps hold for all together). It returns the entities it changed, in key
 // order: planned with a window, or skipped (NoAllowedSlot, NoWave).
-func Replan(s *Spec, set Settings, now time.Time, entities []Keyed, policies Policies) []Keyed {
+func Replan(s *campaignspec.Spec, set Settings, now time.Time, entities []Keyed, policies Policies) []Keyed {
 	p := NewPlanner(s, set, now)
 	var needy []Keyed
 	for _, k := range entities {

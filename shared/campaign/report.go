@@ -1,5 +1,9 @@
 package campaign
 
+import (
+	"maintsignals/shared/campaignspec"
+)
+
 // Report is a campaign's status as `campaign status -o json` and the web view show it.
 type Report struct {
 	ID         string       `json:"id"`
@@ -29,12 +33,12 @@ func NewReport(c *Campaign, t Tally) Report {
 	phases := t.Total()
 	r := Report{ID: c.ID, Status: c.Status, Generation: c.Generation, Entities: phases.Total(),
 		Phases: phases, Done: phases.Done(), Finished: phases.Finished()}
-	if c.spec.explicitWaves {
+	if c.spec.ExplicitWaves() {
 		for i, w := range c.spec.Waves {
 			wr := WaveReport{Name: w.Name, Threshold: w.Threshold.String(), Opened: c.Waves[i].Opened,
 				Approved: c.Waves[i].Approved, Waived: c.Waves[i].Waived, Entities: t.Waves[i].Total(), Phases: t.Waves[i]}
 			if w.Manual {
-				wr.Gate = GateManual
+				wr.Gate = campaignspec.GateManual
 			}
 			r.Waves = append(r.Waves, wr)
 		}

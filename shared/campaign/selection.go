@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 )
 
@@ -53,12 +54,12 @@ type List struct {
 func (l *List) Count() int { return len(l.Entries) }
 
 // Ref names the list stored as object.
-func (l *List) Ref(object string) ListRef {
-	return ListRef{Object: object, SHA256: l.SHA256, Count: l.Count()}
+func (l *List) Ref(object string) campaignspec.ListRef {
+	return campaignspec.ListRef{Object: object, SHA256: l.SHA256, Count: l.Count()}
 }
 
 // Check reports whether the list is the one ref names (its SHA-256 and count).
-func (l *List) Check(ref ListRef) error {
+func (l *List) Check(ref campaignspec.ListRef) error {
 	if l.SHA256 != ref.SHA256 || l.Count() != ref.Count {
 		return fmt.Errorf("%w: object %q has SHA-256 %s and %d entities, the spec says %s and %d",
 			ErrInvalidList, ref.Object, l.SHA256, l.Count(), ref.SHA256, ref.Count)
@@ -97,8 +98,8 @@ func ParseList(r io.Reader) (*List, error) {
 	switch {
 	case len(sel) == 0:
 		return nil, fmt.Errorf("%w: it names no resource ID", ErrInvalidList)
-	case len(sel) > MaxEntities:
-		return nil, fmt.Errorf("%w: it names %d entities, at most %d", ErrInvalidList, len(sel), MaxEntities)
+	case len(sel) > campaignspec.MaxEntities:
+		return nil, fmt.Errorf("%w: it names %d entities, at most %d", ErrInvalidList, len(sel), campaignspec.MaxEntities)
 	}
 	return &List{Entries: sel, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
@@ -141,7 +142,7 @@ func merge(a, b Selection) Selection {
 // tracked entity's key and resource ID as first seen ("" for the key's decoded form); it is
 // not read when there are no prefixes. An entity both listed and tracked keeps the list's
 // casing; list must be normalized (as ParseList returns it).
-func Select(list *List, prefixes []Prefix, tracked iter.Seq2[string, string]) (Selection, error) {
+func Select(list *List, prefixes []campaignspec.Prefix, tracked iter.Seq2[string, string]) (Selection, error) {
 	var listed, found Selection
 	if list != nil {
 		listed = list.Entries
@@ -165,8 +166,8 @@ func Select(list *List, prefixes []Prefix, tracked iter.Seq2[string, string]) (S
 		}
 	}
 	out := merge(listed, normalize(found))
-	if len(out) > MaxEntities {
-		return nil, fmt.Errorf("the selection has %d entities, at most %d", len(out), MaxEntities)
+	if len(out) > campaignspec.MaxEntities {
+		return nil, fmt.Errorf("the selection has %d entities, at most %d", len(out), campaignspec.MaxEntities)
 	}
 	return out, nil
 }

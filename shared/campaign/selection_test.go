@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 )
 
@@ -86,9 +87,9 @@ func TestSelect_UnionOfTheListAndTheTrackedUnderThePrefixesOneEntryPerKey(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := campaign.ParsePrefix("/subscriptions/A")
-	p2, _ := campaign.ParsePrefix("/subscriptions/b/rg")
-	sel, err := campaign.Select(l, []campaign.Prefix{p1, p2}, tracked(
+	p1, _ := campaignspec.ParsePrefix("/subscriptions/A")
+	p2, _ := campaignspec.ParsePrefix("/subscriptions/b/rg")
+	sel, err := campaign.Select(l, []campaignspec.Prefix{p1, p2}, tracked(
 		"/Subscriptions/A/RG/C1", // listed too: the list's casing stays
 		"/subscriptions/a/rg/c2",
 		"/subscriptions/a",    // the prefix itself
@@ -109,7 +110,7 @@ func TestSelect_UnionOfTheListAndTheTrackedUnderThePrefixesOneEntryPerKey(t *tes
 			t.Errorf("entry %d = %s, want %s", i, e.ResourceID, want[i])
 		}
 	}
-	again, _ := campaign.Select(l, []campaign.Prefix{p2, p1}, tracked("/subscriptions/b/rg/c3", "/subscriptions/a/rg/c2", "/subscriptions/a", "/Subscriptions/A/RG/C1"))
+	again, _ := campaign.Select(l, []campaignspec.Prefix{p2, p1}, tracked("/subscriptions/b/rg/c3", "/subscriptions/a/rg/c2", "/subscriptions/a", "/Subscriptions/A/RG/C1"))
 	if len(again) != len(sel) {
 		t.Fatalf("the same entities in another order select %d", len(again))
 	}
@@ -118,7 +119,7 @@ func TestSelect_UnionOfTheListAndTheTrackedUnderThePrefixesOneEntryPerKey(t *tes
 			t.Errorf("entry %d: %+v then %+v: a selection does not depend on the order it is read in", i, sel[i], again[i])
 		}
 	}
-	byKey, _ := campaign.Select(nil, []campaign.Prefix{p1}, func(yield func(string, string) bool) { yield("subscriptions/a/x", "") })
+	byKey, _ := campaign.Select(nil, []campaignspec.Prefix{p1}, func(yield func(string, string) bool) { yield("subscriptions/a/x", "") })
 	if len(byKey) != 1 || byKey[0].ResourceID != "/subscriptions/a/x" {
 		t.Errorf("a tracked entity known by its key alone: %+v", byKey)
 	}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 )
 
@@ -28,7 +31,7 @@ func newWorld(t *testing.T, minNotice time.Duration) *world {
 		announced: map[string]time.Time{}, finished: map[string]time.Time{}, withdrawn: map[string]int{}}
 }
 
-func (w *world) handle(key string, c campaign.Command, at time.Time) domain.Event {
+func (w *world) handle(key string, c admission.Command, at time.Time) domain.Event {
 	r := w.records[key]
 	if r.State == "" {
 		r.State = domain.StateNone
@@ -50,7 +53,7 @@ func (w *world) handle(key string, c campaign.Command, at time.Time) domain.Even
 	if rej := domain.CheckNotice(c.Command, at, w.minNotice); rej != nil {
 		return reject(rej)
 	}
-	ref, rej := campaign.Admit(r, c, key)
+	ref, rej := admission.Admit(r, c, key)
 	if rej != nil {
 		return reject(rej)
 	}
@@ -164,8 +167,8 @@ func cmpString(a, b string) int {
 // completed: an updater works each window, failing 3% of them; one entity is updating when
 // its announcement comes, one gets an SRE's own Pending first, one an SRE's None.
 func TestSimulation_ACampaignFromCreationToCompleted(t *testing.T) {
-	created := utc("2026-12-01T00:00:00Z")
-	s := mustSpec(t, edit(t, "window.earliest", "2026-12-01T02:00:00Z", "window.deadline", "2026-12-03T00:00:00Z",
+	created := spectest.UTC("2026-12-01T00:00:00Z")
+	s := spectest.MustSpec(t, spectest.Edit(t, "window.earliest", "2026-12-01T02:00:00Z", "window.deadline", "2026-12-03T00:00:00Z",
 		"window.length", "1h", "spread.across", "4h", "spread.slot", "15m", "spread.maxPerSlot", 20, "spread.maxPerSlotPerSubscription", 6,
 		"announceLead", "1h", "waves[1].failureThreshold", "10%"))
 	var ids []string
@@ -176,7 +179,7 @@ func TestSimulation_ACampaignFromCreationToCompleted(t *testing.T) {
 	w := newWorld(t, 30*time.Minute)
 	busy, preempted, cleared := sel[7].Key, sel[100].Key, sel[200].Key
 	w.records[busy] = domain.Record{ResourceID: "x", State: domain.StateUnplanned, Updating: true, Task: domain.TaskEverything}
-	w.records[preempted] = domain.Record{ResourceID: "x", State: domain.StatePending, Window: &domain.Window{Start: utc("2026-12-02T10:00:00Z"), End: utc("2026-12-02T11:00:00Z")}}
+	w.records[preempted] = domain.Record{ResourceID: "x", State: domain.StatePending, Window: &domain.Window{Start: spectest.UTC("2026-12-02T10:00:00Z"), End: spectest.UTC("2026-12-02T11:00:00Z")}}
 
 	f := start(t, w, s, sel, created)
 	f.crashes, f.clear = 20, 200
@@ -255,7 +258,7 @@ func checkWavesInOrder(t *testing.T, w *world, f *function) {
 }
 
 // start plans the selection and activates the campaign, as the function does on create.
-func start(t *testing.T, w *world, s *campaign.Spec, sel campaign.Selection, created time.Time) *function {
+func start(t *testing.T, w *world, s *campaignspec.Spec, sel campaign.Selection, created time.Time) *function {
 	set := campaign.Settings{MinNotice: w.minNotice}
 	plan := campaign.NewPlan(s, sel, nil, set, created)
 	f := &function{w: w, set: set, tally: campaign.NewTally(s), clear: -1}
@@ -280,7 +283,7 @@ func (f *function) updater(now time.Time) {
 			continue
 		}
 		send := func(task domain.Task, errText string) {
-			c := campaign.Command{Command: domain.Command{ID: fmt.Sprintf("u-%s-%s-%d", task, k.Key[len(k.Key)-4:], e.Generation), ResourceID: e.ResourceID, Task: task, Error: errText}}
+			c := admission.Command{Command: domain.Command{ID: fmt.Sprintf("u-%s-%s-%d", task, k.Key[len(k.Key)-4:], e.Generation), ResourceID: e.ResourceID, Task: task, Error: errText}}
 			f.observe(i, f.w.handle(k.Key, c, now))
 		}
 		switch {
@@ -316,10 +319,10 @@ func checkOnce(t *testing.T, w *world) {
 // publishing and writing: every announced entity not started is withdrawn once per
 // generation, announced again once after the resume, and the campaign completes cancelled.
 func TestSimulation_PauseWithdrawResumeThenCancel(t *testing.T) {
-	created := utc("2026-12-01T00:00:00Z")
-	s := mustSpec(t, edit(t, "window.earliest", "2026-12-01T02:00:00Z", "window.deadline", "2026-12-04T00:00:00Z",
+	created := spectest.UTC("2026-12-01T00:00:00Z")
+	s := spectest.MustSpec(t, spectest.Edit(t, "window.earliest", "2026-12-01T02:00:00Z", "window.deadline", "2026-12-04T00:00:00Z",
 		"window.length", "1h", "spread.across", "12h", "spread.slot", "15m", "spread.maxPerSlot", 20, "spread.maxPerSlotPerSubscription", 6,
-		"announceLead", "2h", "waves", del))
+		"announceLead", "2h", "waves", spectest.Del))
 	var ids []string
 	for i := range 200 {
 		ids = append(ids, fmt.Sprintf("/subscriptions/s%d/resourceGroups/rg/providers/P/c%03d", i%9, i))

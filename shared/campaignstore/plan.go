@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/store"
@@ -41,7 +42,7 @@ func PutList(ctx context.Context, js jetstream.JetStream, l *campaign.List, data
 
 // ReadList reads the list ref names and checks it is the one the spec says (its SHA-256 and
 // count).
-func ReadList(ctx context.Context, js jetstream.JetStream, ref campaign.ListRef) (*campaign.List, error) {
+func ReadList(ctx context.Context, js jetstream.JetStream, ref campaignspec.ListRef) (*campaign.List, error) {
 	obs, err := js.ObjectStore(ctx, domain.CampaignListsBucket)
 	if err != nil {
 		return nil, bucketError(domain.CampaignListsBucket, err)
@@ -62,7 +63,7 @@ func ReadList(ctx context.Context, js jetstream.JetStream, ref campaign.ListRef)
 
 // Select is the selection of spec s: the list (nil when it has none) and the entities tracked
 // now under its prefixes, refused (InvalidParameter, selection) when it is empty.
-func Select(ctx context.Context, js jetstream.JetStream, s *campaign.Spec, list *campaign.List) (campaign.Selection, *domain.Rejection, error) {
+func Select(ctx context.Context, js jetstream.JetStream, s *campaignspec.Spec, list *campaign.List) (campaign.Selection, *domain.Rejection, error) {
 	var tracked iter.Seq2[string, string]
 	var scanErr error
 	if len(s.Prefixes) > 0 {
@@ -110,9 +111,9 @@ func (pc *PolicyCache) Load(ctx context.Context, js jetstream.JetStream) (campai
 	defer pc.mu.Unlock()
 	prefix := "$KV." + domain.PoliciesBucket + "."
 	next := map[string]cachedPolicy{}
-	err := ScanLast(ctx, js, domain.PoliciesBucketStream, prefix+">", func(m jetstream.Msg, rev uint64) error {
+	err := store.ScanLast(ctx, js, domain.PoliciesBucketStream, prefix+">", func(m jetstream.Msg, rev uint64) error {
 		scope := strings.TrimPrefix(m.Subject(), prefix)
-		if m.Headers().Get("KV-Operation") != "" {
+		if store.Deleted(m) {
 			return nil
 		}
 		if old, ok := pc.compiled[scope]; ok && old.rev == rev {

@@ -7,17 +7,16 @@
 package campaignstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // ErrConflict is returned by Save when the campaign changed since it was read.
@@ -123,9 +122,9 @@ type Stored struct {
 // were last written, not by key).
 func (s *Store) Entities(ctx context.Context, id string, fn func(Stored) error) error {
 	prefix := EntitiesPrefix(id)
-	return ScanLast(ctx, s.js, "KV_"+domain.CampaignEntitiesBucket, prefix+"*", func(m jetstream.Msg, seq uint64) error {
-		if m.Headers().Get("KV-Operation") != "" {
-			return nil // deleted
+	return store.ScanLast(ctx, s.js, "KV_"+domain.CampaignEntitiesBucket, prefix+"*", func(m jetstream.Msg, seq uint64) error {
+		if store.Deleted(m) {
+			return nil
 		}
 		e, err := campaign.DecodeEntity(m.Data())
 		if err != nil {
@@ -149,67 +148,6 @@ func (s *Store) Entity(ctx context.Context, id, key string) (Stored, bool, error
 		return Stored{}, false, err
 	}
 	return Stored{Key: key, Revision: e.Revision(), Entity: ent}, true, nil
-}
-
-// ScanLast calls fn for the last message of every subject of stream that filter matches, in
-// one pass over the stream as it is when the scan starts (an ordered consumer delivering the
-// last message per subject); fn's error stops it.
-func ScanLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg, uint64) error) error {
-	return Read(ctx, js, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-	}, 0, fn)
-}
-
-// Read reads stream through an ordered consumer of cfg until nothing is pending (or, with
-// until > 0, up to stream sequence until), then deletes the consumer: passes every tick
-// would otherwise leave one behind each until it expires.
-func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, until uint64, fn func(jetstream.Msg, uint64) error) error {
-	cfg.InactiveThreshold = cmp.Or(cfg.InactiveThreshold, time.Minute)
-	cons, err := js.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", stream, err)
-	}
-	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			_ = js.DeleteConsumer(context.WithoutCancel(ctx), stream, info.Name)
-		}
-	}()
-	return Drain(ctx, cons, until, fn)
-}
-
-// Drain reads cons until nothing is pending (or, with until > 0, up to stream sequence until),
-// without waiting for messages still to come; fn's error stops it.
-func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(jetstream.Msg, uint64) error) error {
-	for ctx.Err() == nil {
-		batch, err := cons.FetchNoWait(4096)
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return fmt.Errorf("read: %w", err)
-			}
-			if until > 0 && md.Sequence.Stream > until {
-				return nil
-			}
-			if err := fn(m, md.Sequence.Stream); err != nil {
-				return err
-			}
-			if md.NumPending == 0 || until > 0 && md.Sequence.Stream == until {
-				return nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("read: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-	return ctx.Err()
 }
 
 // PutEntity writes the entity of key of campaign id over revision rev; ErrConflict when it

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignstore"
@@ -51,19 +52,8 @@ func (c *Client) SendCampaign(ctx context.Context, ctl campaign.Control) (campai
 		out   campaign.Outcome
 		heard bool // on the wire rather than read from the stream
 	)
-	err = c.Guard(ctx, subject, func(ctx context.Context) error {
-		sub, err := c.NC.SubscribeSync(subject)
-		if err != nil {
-			return fmt.Errorf("subscribe to campaign events: %w", err)
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-		if err := c.NC.FlushWithContext(ctx); err != nil {
-			return fmt.Errorf("subscribe to campaign events: %w", err)
-		}
-		ack, err := c.pub.PublishMsg(ctx, msg)
-		if err != nil {
-			return fmt.Errorf("publish campaign command %s: %w", ctl.ID, notProvisioned(err))
-		}
+	a := awaited{what: "campaign command", id: ctl.ID, outcomes: subject, events: "campaign events"}
+	err = c.publishAwaiting(ctx, a, msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
 		found := false
 		if ack.Duplicate { // its outcome may be out already
 			out, found, err = c.storedOutcome(ctx, ctl, time.Time{})

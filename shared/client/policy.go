@@ -55,7 +55,7 @@ func (c *Client) SendPolicy(ctx context.Context, cmd policy.Command) (*PolicyRes
 		return nil, err
 	}
 	var res *PolicyResult
-	err = c.publishAwaiting(ctx, cmd.ID, domain.PolicyEventSubject(key), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
+	err = c.publishAwaiting(ctx, awaitedCommand(cmd.ID, domain.PolicyEventSubject(key)), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
 		res = &PolicyResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
 		return c.awaitPolicyOutcome(ctx, sub, res, key)
 	})

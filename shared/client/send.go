@@ -103,7 +103,7 @@ func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) 
 	before, err := c.Get(ctx, cmd.ResourceID)
 	untracked := err == nil && !before.Tracked()
 	var res *Result
-	err = c.publishAwaiting(ctx, cmd.ID, domain.EventSubject(key), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
+	err = c.publishAwaiting(ctx, awaitedCommand(cmd.ID, domain.EventSubject(key)), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
 		var err error
 		res, err = c.send(ctx, cmd, sub, ack, key, untracked)
 		return err
@@ -114,30 +114,44 @@ func (c *Client) Send(ctx context.Context, cmd domain.Command) (*Result, error) 
 	return res, err
 }
 
-// publishAwaiting publishes the command msg (its id) once a subscription to its outcomes'
-// subject is in place at the server, so that the outcome cannot slip past, and hands the
-// subscription and the stream's ack to await. A permission refusal of the publish or of the
-// subscription (it comes asynchronously) ends it at once with a *natsconn.PermissionError.
-func (c *Client) publishAwaiting(ctx context.Context, id, outcomes string, msg *nats.Msg, await func(context.Context, *nats.Subscription, *jetstream.PubAck) error) error {
-	err := c.Guard(ctx, outcomes, func(ctx context.Context) error {
-		sub, err := c.NC.SubscribeSync(outcomes)
+// awaited is a command publishAwaiting publishes: what it is and its id, for errors, the
+// subject of its outcomes, and what those are called in errors.
+type awaited struct {
+	what, id string
+	outcomes string
+	events   string
+}
+
+// awaitedCommand is an entity's or a policy's command of id, its outcomes on outcomes.
+func awaitedCommand(id, outcomes string) awaited {
+	return awaited{what: "command", id: id, outcomes: outcomes, events: "outcome events"}
+}
+
+// publishAwaiting publishes the command msg (a) once a subscription to its outcomes' subject is
+// in place at the server, so that the outcome cannot slip past, and hands the subscription
+// and the stream's ack to await. A permission refusal of the publish or of the subscription
+// (it comes asynchronously) ends it at once with a *natsconn.PermissionError. Entity, policy
+// and campaign commands are all sent this way.
+func (c *Client) publishAwaiting(ctx context.Context, a awaited, msg *nats.Msg, await func(context.Context, *nats.Subscription, *jetstream.PubAck) error) error {
+	err := c.Guard(ctx, a.outcomes, func(ctx context.Context) error {
+		sub, err := c.NC.SubscribeSync(a.outcomes)
 		if err != nil {
-			return fmt.Errorf("subscribe to outcome events: %w", err)
+			return fmt.Errorf("subscribe to %s: %w", a.events, err)
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 		if err := c.NC.FlushWithContext(ctx); err != nil {
-			return fmt.Errorf("subscribe to outcome events: %w", err)
+			return fmt.Errorf("subscribe to %s: %w", a.events, err)
 		}
 		ack, err := c.pub.PublishMsg(ctx, msg)
 		if err != nil {
-			return fmt.Errorf("publish command %s: %w", id, notProvisioned(err))
+			return fmt.Errorf("publish %s %s: %w", a.what, a.id, notProvisioned(err))
 		}
-		c.log.Debug("command stored", "command_id", id, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+		c.log.Debug(a.what+" stored", "command_id", a.id, "subject", msg.Subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
 		return await(ctx, sub, ack)
 	})
 	if pe, ok := err.(*natsconn.PermissionError); ok {
 		// The guard ended the call: its error names the refused subject, not the command.
-		return fmt.Errorf("command %s: %w", id, pe)
+		return fmt.Errorf("%s %s: %w", a.what, a.id, pe)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
 
 	"maintsignals/shared/domain"
 )
@@ -19,6 +20,19 @@ import (
 // the runtime pins and balances them). A replica that holds several shards gets the same tick
 // from each of their consumers at about the same time; Coalesce runs them together, so that
 // the bucket is read once for all of them.
+
+// Ticks is how the runtime serves a function the ticks of the schedule stream: its consumers
+// of MAINT_SCHEDULE (consumers), each pinned to one replica at a time and spread over the
+// replicas (the keyed mode, the consumer as the key), one tick at a time. The handler
+// acknowledges every tick, the next tick being the retry of a run that failed, so a tick is
+// delivered at most twice (again only when its holder died or acknowledged it too late).
+func Ticks(name string, consumers []string, h Handler, drain time.Duration, log *slog.Logger, meters metric.MeterProvider) Config {
+	return Config{
+		Name: name, Stream: domain.ScheduleStream, Consumers: consumers, Handler: h,
+		KeyOf:      func(msg Message) string { return msg.Consumer },
+		MaxDeliver: 2, Concurrency: 1, DrainTimeout: drain, Logger: log, Meters: meters,
+	}
+}
 
 // Shards is the shard consumers of a function as provisioning created them, and what a
 // replica served of them.

@@ -166,27 +166,13 @@ func ScanPolicies(ctx context.Context, bucket jetstream.Stream, fn func(*Revisio
 	if err != nil {
 		return fmt.Errorf("scan policies: %w", err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("scan policies: %w", err)
-	}
-	defer it.Stop()
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return fmt.Errorf("scan policies: %w", err)
-		}
+	return Drain(ctx, cons, 0, func(msg jetstream.Msg, _ uint64) error {
 		md, err := msg.Metadata()
 		if err != nil {
 			return fmt.Errorf("scan policies: %w", err)
 		}
-		if err := fn(revisionOf(msg, md)); err != nil {
-			return err
-		}
-		if md.NumPending == 0 {
-			return nil
-		}
-	}
+		return fn(revisionOf(msg, md))
+	})
 }
 
 // apply adds a revision, keeping at most as many per scope as the bucket does (so that every

@@ -129,39 +129,18 @@ func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error) error {
 	if info.Values() == 0 {
 		return nil
 	}
-	cons, err := s.js.OrderedConsumer(ctx, kvStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{kvPrefix + ">"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("scan: %w", err)
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
-	if err != nil {
-		return fmt.Errorf("scan: %w", err)
-	}
-	defer it.Stop()
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return fmt.Errorf("scan: %w", err)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("scan: %w", err)
-		}
-		if op := msg.Headers().Get("KV-Operation"); op == "" {
-			e := Entry{Key: strings.TrimPrefix(msg.Subject(), kvPrefix), Revision: md.Sequence.Stream, Stored: md.Timestamp}
-			var derr error
-			if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
-				derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)
-			}
-			if err := fn(e, derr); err != nil {
-				return err
-			}
-		}
-		if md.NumPending == 0 {
+	return ScanLast(ctx, s.js, kvStream, kvPrefix+">", func(msg jetstream.Msg, seq uint64) error {
+		if Deleted(msg) {
 			return nil
 		}
-	}
+		e := Entry{Key: strings.TrimPrefix(msg.Subject(), kvPrefix), Revision: seq}
+		if md, err := msg.Metadata(); err == nil {
+			e.Stored = md.Timestamp
+		}
+		var derr error
+		if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
+			derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)
+		}
+		return fn(e, derr)
+	})
 }

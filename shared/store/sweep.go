@@ -197,7 +197,7 @@ func (h *readHandler) stop() {
 // deliver hands one message to fn, unless it is a deleted key's marker, a key of another
 // share, or (in the tail) a key already read.
 func (sw *sweep) deliver(msg jetstream.Msg, md *jetstream.MsgMetadata, tail bool) error {
-	if msg.Headers().Get("KV-Operation") != "" {
+	if Deleted(msg) {
 		return nil
 	}
 	key := strings.TrimPrefix(msg.Subject(), kvPrefix)

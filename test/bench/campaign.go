@@ -13,9 +13,11 @@ import (
 
 	campaignfn "maintsignals/functions/campaign"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // campaignSizes of one run: the entities of the announced campaign, and of the dry run.
@@ -85,16 +87,16 @@ func campaignList(tag string, n int) []byte {
 }
 
 // campaignSpec is a campaign over the list whose every window is announced at once.
-func campaignSpec(id string, ref campaign.ListRef, n int) campaign.Document {
+func campaignSpec(id string, ref campaignspec.ListRef, n int) campaignspec.Document {
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(24 * time.Hour)
 	across := 336 * time.Hour
 	if n > 300_000 {
 		across *= 4
 	}
-	return campaign.Document{
-		ID: id, Reason: "bench", Task: domain.TaskEverything, Selection: campaign.SelectionDocument{List: &ref},
-		Window:       campaign.WindowDocument{Length: "4h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(across + 24*time.Hour).Format(time.RFC3339)},
-		Spread:       campaign.SpreadDocument{Across: domain.FormatDuration(across), Slot: "15m", MaxPerSlot: 500, MaxPerSlotPerSubscription: 20},
+	return campaignspec.Document{
+		ID: id, Reason: "bench", Task: domain.TaskEverything, Selection: campaignspec.SelectionDocument{List: &ref},
+		Window:       campaignspec.WindowDocument{Length: "4h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(across + 24*time.Hour).Format(time.RFC3339)},
+		Spread:       campaignspec.SpreadDocument{Across: domain.FormatDuration(across), Slot: "15m", MaxPerSlot: 500, MaxPerSlotPerSubscription: 20},
 		AnnounceLead: domain.FormatDuration(across + 48*time.Hour),
 	}
 }
@@ -203,7 +205,7 @@ func appliedRate(ctx context.Context, js jetstream.JetStream, from uint64, prefi
 			return 0, fmt.Errorf("%d of %d applied after 15 minutes", seen, n)
 		}
 		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1}
-		err := campaignstore.Read(ctx, js, domain.EventsStream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
+		err := store.Read(ctx, js, domain.EventsStream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
 			from = seq
 			ev, err := domain.DecodeEvent(m.Data())
 			if err != nil || ev.Outcome != domain.OutcomeApplied || ev.Task != domain.TaskPending || !strings.HasPrefix(ev.CommandID, prefix) {

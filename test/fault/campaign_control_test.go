@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
@@ -279,7 +280,7 @@ func withdrawalsApplied(t *testing.T, js jetstream.JetStream) map[string]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, _, withdraw, _, ok := campaign.ParseCommandID(ev.CommandID); ok && c == "k1" && withdraw {
+		if c, _, withdraw, _, ok := admission.ParseCommandID(ev.CommandID); ok && c == "k1" && withdraw {
 			outcomes[ev.Outcome]++
 			if ev.Outcome == domain.OutcomeApplied {
 				out[domain.MustKey(ev.ResourceID)]++

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaign/admission"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
@@ -113,15 +115,15 @@ func seedRecords(t *testing.T, ctx context.Context, js jetstream.JetStream, ids,
 
 // campaignSpec stores the list of ids and returns a campaign over it whose windows lie from
 // three hours on, every one announced at once.
-func campaignSpec(t *testing.T, ctx context.Context, js jetstream.JetStream, ids []string) campaign.Document {
+func campaignSpec(t *testing.T, ctx context.Context, js jetstream.JetStream, ids []string) campaignspec.Document {
 	t.Helper()
 	ref := testenv.UploadList(t, ctx, js, ids)
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
-	return campaign.Document{ID: "k1", Reason: "control plane upgrade", Task: domain.TaskEverything,
-		Selection: campaign.SelectionDocument{List: &ref},
-		Window: campaign.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339),
+	return campaignspec.Document{ID: "k1", Reason: "control plane upgrade", Task: domain.TaskEverything,
+		Selection: campaignspec.SelectionDocument{List: &ref},
+		Window: campaignspec.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339),
 			Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
-		Spread:       campaign.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: len(ids)/8 + 1, MaxPerSlotPerSubscription: 10},
+		Spread:       campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: len(ids)/8 + 1, MaxPerSlotPerSubscription: 10},
 		AnnounceLead: "336h"}
 }
 
@@ -159,7 +161,7 @@ func checkAnnouncedOnce(t *testing.T, js jetstream.JetStream, ids []string, befo
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, gen, withdraw, _, ok := campaign.ParseCommandID(ev.CommandID)
+		c, gen, withdraw, _, ok := admission.ParseCommandID(ev.CommandID)
 		if !ok || c != "k1" || gen != 1 || withdraw || ev.Task != domain.TaskPending {
 			t.Errorf("an event of another command: %+v", ev)
 			return

@@ -11,13 +11,14 @@ import (
 
 	"maintsignals/functions/campaign"
 	core "maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/function"
 )
 
 // UploadList stores ids as a campaign list file (one per line) in the campaign-lists bucket,
 // as `maintctl campaign create --list` does, and returns its reference.
-func UploadList(t testing.TB, ctx context.Context, js jetstream.JetStream, ids []string) core.ListRef {
+func UploadList(t testing.TB, ctx context.Context, js jetstream.JetStream, ids []string) campaignspec.ListRef {
 	t.Helper()
 	data := []byte(strings.Join(ids, "\n") + "\n")
 	l, err := core.ParseList(strings.NewReader(string(data)))

@@ -28,6 +28,7 @@ import (
 	"maintsignals/infra/provision"
 	"maintsignals/infra/registry"
 	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
 	"maintsignals/shared/client"
 	"maintsignals/shared/dlq"
 	"maintsignals/shared/domain"
@@ -527,9 +528,9 @@ func checkCampaign(t *testing.T, admin *Party) {
 	id := ResourceID + "-campaign"
 	ref := testenv.UploadList(t, ctx, admin.JS, []string{id})
 	earliest := time.Now().UTC().Truncate(time.Hour).Add(3 * time.Hour)
-	doc := campaign.Document{ID: "roles", Task: domain.TaskEverything, Selection: campaign.SelectionDocument{List: &ref},
-		Window: campaign.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
-		Spread: campaign.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 10, MaxPerSlotPerSubscription: 10}, AnnounceLead: "336h"}
+	doc := campaignspec.Document{ID: "roles", Task: domain.TaskEverything, Selection: campaignspec.SelectionDocument{List: &ref},
+		Window: campaignspec.WindowDocument{Length: "1h", Earliest: earliest.Format(time.RFC3339), Deadline: earliest.Add(72 * time.Hour).Format(time.RFC3339)},
+		Spread: campaignspec.SpreadDocument{Across: "4h", Slot: "15m", MaxPerSlot: 10, MaxPerSlotPerSubscription: 10}, AnnounceLead: "336h"}
 	c := newClient(t, admin)
 	if _, err := c.SendCampaign(ctx, campaign.Control{ID: "roles-create", Campaign: "roles", Action: campaign.ActionCreate, Spec: &doc}); err != nil {
 		t.Fatalf("create: %v", err)

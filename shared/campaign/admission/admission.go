@@ -1,4 +1,9 @@
-package campaign
+// Package admission is what the command function needs of fleet campaigns: the ids of a
+// campaign's commands, the rule by which it admits a command that carries campaign or
+// ifCampaign, and a campaign's deadline as its bucket holds it. It is apart from package
+// campaign so that the command function does not depend on the planner and the campaign's
+// own state.
+package admission
 
 import (
 	"crypto/sha256"
@@ -20,13 +25,10 @@ type Command struct {
 }
 
 // Encode marshals the command as JSON (IssuedAt as the sender stamped it).
-func (c Command) Encode() ([]byte, error) { return encode("campaign command", c) }
-
-// encode marshals v, an error naming what it is.
-func encode(what string, v any) ([]byte, error) {
-	b, err := json.Marshal(v)
+func (c Command) Encode() ([]byte, error) {
+	b, err := json.Marshal(c)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", what, err)
+		return nil, fmt.Errorf("encode campaign command: %w", err)
 	}
 	return b, nil
 }
@@ -57,7 +59,7 @@ func WithdrawID(id string, generation int, key string) string {
 // is a withdrawal, and the hex of the key; ok false when id has neither form.
 func ParseCommandID(id string) (campaign string, generation int, withdraw bool, hex string, ok bool) {
 	parts := strings.Split(id, ".")
-	if len(parts) < 4 || len(parts) > 5 || parts[0] != "campaign" || !ValidID(parts[1]) {
+	if len(parts) < 4 || len(parts) > 5 || parts[0] != "campaign" || !domain.ValidCampaignID(parts[1]) {
 		return "", 0, false, "", false
 	}
 	gen, err := strconv.Atoi(parts[2])
@@ -75,27 +77,6 @@ func ParseCommandID(id string) (campaign string, generation int, withdraw bool, 
 	return parts[1], gen, withdraw, hex, true
 }
 
-// Announcement is the Pending that announces the entity's window in its generation.
-func Announcement(c *Campaign, key string, e Entity) Command {
-	return Command{Command: domain.Command{
-		ID: AnnounceID(c.ID, e.Generation, key), ResourceID: e.ResourceID, Task: domain.TaskPending,
-		Reason: c.Spec.Reason, Window: e.Window, Actor: Actor(c.ID), Campaign: c.ID,
-	}}
-}
-
-// Withdrawal is the None that withdraws the entity's announced window, and only while the
-// window is still the campaign's (ifCampaign).
-func Withdrawal(c *Campaign, key string, e Entity) Command {
-	why := "paused"
-	if c.Status == StatusCancelled {
-		why = "cancelled"
-	}
-	return Command{Command: domain.Command{
-		ID: WithdrawID(c.ID, e.Generation, key), ResourceID: e.ResourceID, Task: domain.TaskNone,
-		Reason: fmt.Sprintf("campaign %s %s: its window is withdrawn", c.ID, why), Actor: Actor(c.ID), IfCampaign: c.ID,
-	}}
-}
-
 // Admit is the command function's rule for a command that carries campaign or ifCampaign,
 // checked against the entity's record r before the transition table:
 //   - campaign: only on a Pending with a window whose id is the campaign's AnnounceID for the
@@ -109,7 +90,7 @@ func Withdrawal(c *Campaign, key string, e Entity) Command {
 func Admit(r domain.Record, c Command, key string) (*domain.CampaignRef, *domain.Rejection) {
 	if c.IfCampaign != "" && (r.Campaign == nil || r.Campaign.ID != c.IfCampaign) {
 		return nil, &domain.Rejection{Code: domain.CodeRequestNotAllowed, Target: "ifCampaign",
-			Message: fmt.Sprintf("the entity's window is not campaign %s's any more; nothing to withdraw", truncate(c.IfCampaign, 64))}
+			Message: fmt.Sprintf("the entity's window is not campaign %s's any more; nothing to withdraw", domain.Truncate(c.IfCampaign, 64))}
 	}
 	if c.Campaign == "" {
 		return nil, nil
@@ -125,4 +106,24 @@ func Admit(r domain.Record, c Command, key string) (*domain.CampaignRef, *domain
 			Message: fmt.Sprintf("the entity has an announced window (%s to %s) that is not campaign %s's", r.Window.Start.UTC().Format(time.RFC3339), r.Window.End.UTC().Format(time.RFC3339), c.Campaign)}
 	}
 	return &domain.CampaignRef{ID: id, Generation: gen}, nil
+}
+
+// Deadline is the deadline of a campaign as the campaigns bucket holds it (value): the
+// window.deadline of its canonical spec, which package campaign compiled when it wrote it.
+func Deadline(value []byte) (time.Time, error) {
+	var c struct {
+		Spec struct {
+			Window struct {
+				Deadline string `json:"deadline"`
+			} `json:"window"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(value, &c); err != nil {
+		return time.Time{}, fmt.Errorf("decode campaign: %w", err)
+	}
+	t, err := time.Parse(time.RFC3339, c.Spec.Window.Deadline)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("decode campaign: deadline: %w", err)
+	}
+	return t.UTC(), nil
 }

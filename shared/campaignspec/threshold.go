@@ -1,4 +1,4 @@
-package campaign
+package campaignspec
 
 import (
 	"strconv"
@@ -30,7 +30,7 @@ func ParseThreshold(s string) (Threshold, *domain.Rejection) {
 			return Threshold{ppm: v, set: true}, nil // v is in ten-thousandths of a percent: millionths
 		}
 	}
-	return Threshold{}, domain.InvalidParameter("failureThreshold", "must be a share from 0%% to 100%% with at most four decimals, such as 2%% or 0.5%%, got %q", truncate(s, 32))
+	return Threshold{}, domain.InvalidParameter("failureThreshold", "must be a share from 0%% to 100%% with at most four decimals, such as 2%% or 0.5%%, got %q", domain.Truncate(s, 32))
 }
 
 // Set reports whether there is a threshold.

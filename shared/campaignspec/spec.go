@@ -1,11 +1,10 @@
-package campaign
+package campaignspec
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
 
 	"maintsignals/shared/domain"
 )
@@ -40,6 +39,10 @@ type Wave struct {
 	Manual    bool     // gate: manual
 	Threshold Threshold
 }
+
+// ExplicitWaves reports whether the spec names its waves, rather than having the one
+// implicit wave.
+func (s *Spec) ExplicitWaves() bool { return s.explicitWaves }
 
 // PreferredSlots is across / slot: how many slots the preferred slots spread over.
 func (s *Spec) PreferredSlots() int { return int(s.Across / s.Slot) }
@@ -76,15 +79,15 @@ func (d Document) Compile() (*Spec, *domain.Rejection) {
 	case d.ID == "":
 		return nil, domain.InvalidParameter("id", "is required")
 	case !ValidID(d.ID):
-		return nil, domain.InvalidParameter("id", "must be 1-%d characters of [a-z0-9-], got %q", MaxIDLength, truncate(d.ID, 64))
+		return nil, domain.InvalidParameter("id", "must be 1-%d characters of [a-z0-9-], got %q", MaxIDLength, domain.Truncate(d.ID, 64))
 	case len(d.Reason) > domain.MaxReasonBytes:
 		return nil, domain.InvalidParameter("reason", "is %d bytes, at most %d", len(d.Reason), domain.MaxReasonBytes)
-	case hasControl(d.Reason, true):
+	case domain.HasControl(d.Reason, true):
 		return nil, domain.InvalidParameter("reason", "contains control characters")
 	case d.Task == "":
 		return nil, domain.InvalidParameter("task", "is required")
 	case d.Task.Kind() != domain.KindUpdate:
-		return nil, domain.InvalidParameter("task", "must be an update task (%s), got %q", taskNames(), truncate(string(d.Task), 64))
+		return nil, domain.InvalidParameter("task", "must be an update task (%s), got %q", taskNames(), domain.Truncate(string(d.Task), 64))
 	}
 	for _, step := range []func(*Spec, Document) *domain.Rejection{compileSelection, compileWindow, compileSpread, compileLead, compileWaves} {
 		if rej := step(s, d); rej != nil {
@@ -101,7 +104,7 @@ func compileSelection(s *Spec, d Document) *domain.Rejection {
 	}
 	if l := sel.List; l != nil {
 		switch {
-		case l.Object == "" || len(l.Object) > MaxObjectBytes || hasControl(l.Object, false):
+		case l.Object == "" || len(l.Object) > MaxObjectBytes || domain.HasControl(l.Object, false):
 			return domain.InvalidParameter("selection.list.object", "must be an object name of 1-%d bytes without control characters", MaxObjectBytes)
 		case !sha256Pattern.MatchString(l.SHA256):
 			return domain.InvalidParameter("selection.list.sha256", "must be a SHA-256 in 64 lower-case hex digits")
@@ -157,7 +160,7 @@ func compileSpread(s *Spec, d Document) *domain.Rejection {
 		return domain.InvalidParameter("spread.maxPerSlot", "must be from 1 to %d, got %d", MaxPerSlotCap, sp.MaxPerSlot)
 	case sp.MaxPerSlotPerSubscription < 0 || sp.MaxPerSlotPerSubscription > sp.MaxPerSlot:
 		return domain.InvalidParameter("spread.maxPerSlotPerSubscription", "must be from 1 to spread.maxPerSlot (%d), or 0 or absent for no cap of its own; got %d", sp.MaxPerSlot, sp.MaxPerSlotPerSubscription)
-	case len(sp.Seed) > MaxSeedBytes || hasControl(sp.Seed, false):
+	case len(sp.Seed) > MaxSeedBytes || domain.HasControl(sp.Seed, false):
 		return domain.InvalidParameter("spread.seed", "must be at most %d bytes without control characters", MaxSeedBytes)
 	}
 	s.MaxPerSlot, s.MaxPerSubscription = sp.MaxPerSlot, sp.MaxPerSlotPerSubscription
@@ -204,9 +207,9 @@ func compileWave(wd WaveDocument, at string, last bool) (Wave, *domain.Rejection
 	case wd.Name == "":
 		return w, domain.InvalidParameter(at+".name", "is required")
 	case !ValidID(wd.Name):
-		return w, domain.InvalidParameter(at+".name", "must be 1-%d characters of [a-z0-9-], got %q", MaxIDLength, truncate(wd.Name, 64))
+		return w, domain.InvalidParameter(at+".name", "must be 1-%d characters of [a-z0-9-], got %q", MaxIDLength, domain.Truncate(wd.Name, 64))
 	case wd.Gate != "" && wd.Gate != GateManual:
-		return w, domain.InvalidParameter(at+".gate", "must be %q or absent, got %q", GateManual, truncate(wd.Gate, 64))
+		return w, domain.InvalidParameter(at+".gate", "must be %q or absent, got %q", GateManual, domain.Truncate(wd.Gate, 64))
 	case len(wd.Prefixes) == 0 && !last:
 		return w, domain.InvalidParameter(at+".prefixes", "are required: only the last wave may have none (it takes the rest)")
 	}
@@ -240,7 +243,7 @@ func timeField(target, s string) (time.Time, *domain.Rejection) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, domain.InvalidParameter(target, "must be an RFC 3339 time such as 2026-12-15T00:00:00Z, got %q", truncate(s, 64))
+		return time.Time{}, domain.InvalidParameter(target, "must be an RFC 3339 time such as 2026-12-15T00:00:00Z, got %q", domain.Truncate(s, 64))
 	}
 	return t.UTC(), nil
 }
@@ -251,18 +254,4 @@ func taskNames() string {
 		names[i] = string(t)
 	}
 	return strings.Join(names, ", ")
-}
-
-// hasControl reports control characters; allowNewlines lets \n, \r and \t through.
-func hasControl(s string, allowNewlines bool) bool {
-	return strings.ContainsFunc(s, func(r rune) bool {
-		return unicode.IsControl(r) && !(allowNewlines && (r == '\n' || r == '\r' || r == '\t'))
-	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,22 +1,23 @@
-package campaign_test
+package campaignspec_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/campaignspec/spectest"
 	"maintsignals/shared/domain"
 )
 
 func TestParseSpec_ReadsTheContractsExample(t *testing.T) {
-	s := mustSpec(t, []byte(example))
+	s := spectest.MustSpec(t, []byte(spectest.Example))
 	switch {
 	case s.ID != "pucm-2026-12" || s.Task != domain.TaskEverything || s.Reason != "PUCM: control plane upgrade":
 		t.Errorf("id, task, reason = %q %q %q", s.ID, s.Task, s.Reason)
-	case s.List == nil || s.List.Count != 100000 || s.List.SHA256 != sha || len(s.Prefixes) != 0:
+	case s.List == nil || s.List.Count != 100000 || s.List.SHA256 != spectest.SHA || len(s.Prefixes) != 0:
 		t.Errorf("selection = %+v %+v", s.List, s.Prefixes)
-	case s.Length != 4*time.Hour || !s.Earliest.Equal(utc("2026-12-15T00:00:00Z")) || !s.Deadline.Equal(utc("2027-01-15T00:00:00Z")):
+	case s.Length != 4*time.Hour || !s.Earliest.Equal(spectest.UTC("2026-12-15T00:00:00Z")) || !s.Deadline.Equal(spectest.UTC("2027-01-15T00:00:00Z")):
 		t.Errorf("window = %v %v %v", s.Length, s.Earliest, s.Deadline)
 	case s.Across != 14*domain.Day || s.Slot != 15*time.Minute || s.MaxPerSlot != 500 || s.MaxPerSubscription != 20:
 		t.Errorf("spread = %v %v %d %d", s.Across, s.Slot, s.MaxPerSlot, s.MaxPerSubscription)
@@ -39,7 +40,7 @@ func TestDecodeDocument_RefusesWhatIsNotStrictlyTheSpec(t *testing.T) {
 		{"not an object", `["id"]`, domain.CodeInvalidRequestContent, ""},
 		{"data after the object", `{"id": "a"} {}`, domain.CodeInvalidRequestContent, ""},
 		{"not UTF-8", "{\"id\": \"\xff\"}", domain.CodeInvalidRequestContent, ""},
-		{"too large", `{"reason": "` + strings.Repeat("x", campaign.MaxSpecBytes) + `"}`, domain.CodeInvalidRequestContent, ""},
+		{"too large", `{"reason": "` + strings.Repeat("x", campaignspec.MaxSpecBytes) + `"}`, domain.CodeInvalidRequestContent, ""},
 		{"unknown field", `{"id": "a", "owner": "me"}`, domain.CodeInvalidParameter, "owner"},
 		{"unknown nested field", `{"spread": {"slot": "15m", "jitter": "1m"}}`, domain.CodeInvalidParameter, "spread.jitter"},
 		{"unknown field in a wave", `{"waves": [{"name": "a"}, {"name": "b", "gates": "manual"}]}`, domain.CodeInvalidParameter, "waves[1].gates"},
@@ -54,12 +55,12 @@ func TestDecodeDocument_RefusesWhatIsNotStrictlyTheSpec(t *testing.T) {
 		{"a number in prefixes", `{"selection": {"prefixes": ["/subscriptions/a", 7]}}`, domain.CodeInvalidParameter, "selection.prefixes[1]"},
 	}
 	for _, c := range cases {
-		_, rej := campaign.DecodeDocument([]byte(c.body))
+		_, rej := campaignspec.DecodeDocument([]byte(c.body))
 		if rej == nil || rej.Code != c.code || rej.Target != c.target {
 			t.Errorf("%s: got %v, want %s on %q", c.name, rej, c.code, c.target)
 		}
 	}
-	if _, rej := campaign.DecodeDocument([]byte(`{"selection": {"list": null}, "waves": null}`)); rej != nil {
+	if _, rej := campaignspec.DecodeDocument([]byte(`{"selection": {"list": null}, "waves": null}`)); rej != nil {
 		t.Errorf("null for an absent list or object: %v", rej)
 	}
 }
@@ -70,31 +71,31 @@ func TestCompile_NamesTheFieldAtFault(t *testing.T) {
 		value      any
 		target     string
 	}{
-		{"no id", "id", del, "id"},
+		{"no id", "id", spectest.Del, "id"},
 		{"an id with capitals", "id", "PUCM", "id"},
 		{"an id too long", "id", strings.Repeat("a", 41), "id"},
 		{"a reason too long", "reason", strings.Repeat("x", domain.MaxReasonBytes+1), "reason"},
 		{"a reason with a control character", "reason", "a\x00b", "reason"},
-		{"no task", "task", del, "task"},
+		{"no task", "task", spectest.Del, "task"},
 		{"a signal task", "task", "Pending", "task"},
 		{"a task in another case", "task", "everything", "task"},
 		{"nothing selected", "selection", map[string]any{}, "selection"},
 		{"a list without its object", "selection.list.object", "", "selection.list.object"},
-		{"a list with a bad sha256", "selection.list.sha256", strings.ToUpper(sha), "selection.list.sha256"},
+		{"a list with a bad sha256", "selection.list.sha256", strings.ToUpper(spectest.SHA), "selection.list.sha256"},
 		{"a list of nothing", "selection.list.count", 0, "selection.list.count"},
 		{"a prefix without /", "selection.prefixes", []any{"subscriptions/a"}, "selection.prefixes[0]"},
 		{"a prefix ending in /", "selection.prefixes", []any{"/subscriptions/a", "/subscriptions/b/"}, "selection.prefixes[1]"},
-		{"no length", "window.length", del, "window.length"},
+		{"no length", "window.length", spectest.Del, "window.length"},
 		{"a length in days", "window.length", "8d", "window.length"},
 		{"a length not a duration", "window.length", "four hours", "window.length"},
 		{"a length too short", "window.length", "30s", "window.length"},
-		{"no earliest", "window.earliest", del, "window.earliest"},
+		{"no earliest", "window.earliest", spectest.Del, "window.earliest"},
 		{"an earliest without a zone", "window.earliest", "2026-12-15T00:00:00", "window.earliest"},
 		{"a deadline before earliest", "window.deadline", "2026-12-14T00:00:00Z", "window.deadline"},
 		{"a deadline too near for one window", "window.deadline", "2026-12-15T03:59:59Z", "window.deadline"},
 		{"a deadline more than a year out", "window.deadline", "2027-12-17T00:00:00Z", "window.deadline"},
 		{"a slot of seconds", "spread.slot", "30s", "spread.slot"},
-		{"no slot", "spread.slot", del, "spread.slot"},
+		{"no slot", "spread.slot", spectest.Del, "spread.slot"},
 		{"across not whole slots", "spread.across", "336h10m", "spread.across"},
 		{"across shorter than a slot", "spread.across", "10m", "spread.across"},
 		{"across past the deadline", "spread.across", "31d", "spread.across"},
@@ -102,7 +103,7 @@ func TestCompile_NamesTheFieldAtFault(t *testing.T) {
 		{"a negative subscription cap", "spread.maxPerSlotPerSubscription", -1, "spread.maxPerSlotPerSubscription"},
 		{"a subscription cap over the slot's", "spread.maxPerSlotPerSubscription", 501, "spread.maxPerSlotPerSubscription"},
 		{"a seed with a newline", "spread.seed", "a\nb", "spread.seed"},
-		{"no lead", "announceLead", del, "announceLead"},
+		{"no lead", "announceLead", spectest.Del, "announceLead"},
 		{"a negative lead", "announceLead", "-1h", "announceLead"},
 		{"a wave without a name", "waves[0].name", "", "waves[0].name"},
 		{"a wave named twice", "waves[1].name", "canary", "waves[1].name"},
@@ -110,11 +111,11 @@ func TestCompile_NamesTheFieldAtFault(t *testing.T) {
 		{"a threshold without %", "waves[1].failureThreshold", "2", "waves[1].failureThreshold"},
 		{"a threshold over 100%", "waves[1].failureThreshold", "101%", "waves[1].failureThreshold"},
 		{"a negative threshold", "waves[1].failureThreshold", "-1%", "waves[1].failureThreshold"},
-		{"a wave before the last without prefixes", "waves[0].prefixes", del, "waves[0].prefixes"},
+		{"a wave before the last without prefixes", "waves[0].prefixes", spectest.Del, "waves[0].prefixes"},
 		{"a bad wave prefix", "waves[0].prefixes", []any{"/subscriptions/a//b"}, "waves[0].prefixes[0]"},
 	}
 	for _, c := range cases {
-		_, rej := campaign.ParseSpec(edit(t, c.path, c.value))
+		_, rej := campaignspec.ParseSpec(spectest.Edit(t, c.path, c.value))
 		if rej == nil || rej.Code != domain.CodeInvalidParameter || rej.Target != c.target {
 			t.Errorf("%s: got %v, want InvalidParameter on %q", c.name, rej, c.target)
 		}
@@ -126,10 +127,10 @@ func TestCompile_AcceptsTheEdges(t *testing.T) {
 		name, path string
 		value      any
 	}{
-		{"a list alone", "selection.prefixes", del},
+		{"a list alone", "selection.prefixes", spectest.Del},
 		{"prefixes alone", "selection", map[string]any{"prefixes": []any{"/subscriptions/a"}}},
-		{"no waves", "waves", del},
-		{"no subscription cap", "spread.maxPerSlotPerSubscription", del},
+		{"no waves", "waves", spectest.Del},
+		{"no subscription cap", "spread.maxPerSlotPerSubscription", spectest.Del},
 		{"a subscription cap equal to the slot's", "spread.maxPerSlotPerSubscription", 500},
 		{"a lead of zero", "announceLead", "0"},
 		{"across to the last window that fits", "spread.across", "30d20h15m"},
@@ -139,46 +140,46 @@ func TestCompile_AcceptsTheEdges(t *testing.T) {
 		{"a last wave with prefixes", "waves[1].prefixes", []any{"/subscriptions/b"}},
 		{"an earliest with an offset", "window.earliest", "2026-12-15T01:00:00+01:00"},
 	} {
-		if _, rej := campaign.ParseSpec(edit(t, c.path, c.value)); rej != nil {
+		if _, rej := campaignspec.ParseSpec(spectest.Edit(t, c.path, c.value)); rej != nil {
 			t.Errorf("%s: %v", c.name, rej)
 		}
 	}
 }
 
 func TestDigest_IsTheSameForTheSameMeaning(t *testing.T) {
-	base := mustSpec(t, []byte(example)).Digest()
+	base := spectest.MustSpec(t, []byte(spectest.Example)).Digest()
 	same := [][]byte{
-		edit(t, "announceLead", "2w"),
-		edit(t, "spread.across", "14d"),
-		edit(t, "spread.seed", "pucm-2026-12"),
-		edit(t, "window.earliest", "2026-12-15T01:00:00+01:00"),
-		edit(t, "waves[1].failureThreshold", "2.00%"),
-		edit(t, "waves[0].prefixes", []any{"/SUBSCRIPTIONS/AAAA", "/subscriptions/aaaa"}),
-		edit(t, "selection.prefixes", del),
+		spectest.Edit(t, "announceLead", "2w"),
+		spectest.Edit(t, "spread.across", "14d"),
+		spectest.Edit(t, "spread.seed", "pucm-2026-12"),
+		spectest.Edit(t, "window.earliest", "2026-12-15T01:00:00+01:00"),
+		spectest.Edit(t, "waves[1].failureThreshold", "2.00%"),
+		spectest.Edit(t, "waves[0].prefixes", []any{"/SUBSCRIPTIONS/AAAA", "/subscriptions/aaaa"}),
+		spectest.Edit(t, "selection.prefixes", spectest.Del),
 	}
 	for i, b := range same {
-		if got := mustSpec(t, b).Digest(); got != base {
+		if got := spectest.MustSpec(t, b).Digest(); got != base {
 			t.Errorf("variant %d: digest %s, want %s\n%s", i, got, base, b)
 		}
 	}
 	other := [][]byte{
-		edit(t, "announceLead", "335h"),
-		edit(t, "spread.seed", "again"),
-		edit(t, "reason", "another reason"),
-		edit(t, "waves[1].failureThreshold", "3%"),
-		edit(t, "spread.maxPerSlotPerSubscription", 19),
+		spectest.Edit(t, "announceLead", "335h"),
+		spectest.Edit(t, "spread.seed", "again"),
+		spectest.Edit(t, "reason", "another reason"),
+		spectest.Edit(t, "waves[1].failureThreshold", "3%"),
+		spectest.Edit(t, "spread.maxPerSlotPerSubscription", 19),
 	}
 	for i, b := range other {
-		if mustSpec(t, b).Digest() == base {
+		if spectest.MustSpec(t, b).Digest() == base {
 			t.Errorf("other %d: same digest as the example\n%s", i, b)
 		}
 	}
 }
 
 func TestCanonical_ReadsBackToTheSameSpec(t *testing.T) {
-	s := mustSpec(t, edit(t, "waves[0].prefixes", []any{"/subscriptions/BBB", "/Subscriptions/aaa"}))
+	s := spectest.MustSpec(t, spectest.Edit(t, "waves[0].prefixes", []any{"/subscriptions/BBB", "/Subscriptions/aaa"}))
 	c := s.Canonical()
-	again := mustSpec(t, c)
+	again := spectest.MustSpec(t, c)
 	if string(again.Canonical()) != string(c) || again.Digest() != s.Digest() {
 		t.Fatalf("canonical form is not a fixed point:\n%s\n%s", c, again.Canonical())
 	}
@@ -187,33 +188,33 @@ func TestCanonical_ReadsBackToTheSameSpec(t *testing.T) {
 			t.Errorf("canonical form lacks %s:\n%s", want, c)
 		}
 	}
-	if s := mustSpec(t, edit(t, "waves", del)); strings.Contains(string(s.Canonical()), "waves") {
+	if s := spectest.MustSpec(t, spectest.Edit(t, "waves", spectest.Del)); strings.Contains(string(s.Canonical()), "waves") {
 		t.Errorf("a spec without waves writes them: %s", s.Canonical())
 	}
 }
 
 func TestParseThreshold(t *testing.T) {
 	for in, want := range map[string]string{"2%": "2%", "0%": "0%", "100%": "100%", "0.5%": "0.5%", "2.50%": "2.5%", "0.0001%": "0.0001%", "": ""} {
-		th, rej := campaign.ParseThreshold(in)
+		th, rej := campaignspec.ParseThreshold(in)
 		if rej != nil || th.String() != want {
 			t.Errorf("ParseThreshold(%q) = %q, %v; want %q", in, th, rej, want)
 		}
 	}
 	for _, in := range []string{"2", "%", "2 %", "1e1%", "100.0001%", "0.00001%", ".5%", "5.%", "-0%", "+1%", "x%"} {
-		if th, rej := campaign.ParseThreshold(in); rej == nil {
+		if th, rej := campaignspec.ParseThreshold(in); rej == nil {
 			t.Errorf("ParseThreshold(%q) = %s, want a rejection", in, th)
 		}
 	}
-	two, _ := campaign.ParseThreshold("2%")
-	zero, _ := campaign.ParseThreshold("0%")
-	all, _ := campaign.ParseThreshold("100%")
+	two, _ := campaignspec.ParseThreshold("2%")
+	zero, _ := campaignspec.ParseThreshold("0%")
+	all, _ := campaignspec.ParseThreshold("100%")
 	for _, c := range []struct {
-		th           campaign.Threshold
+		th           campaignspec.Threshold
 		failed, size int
 		want         bool
 	}{
 		{two, 2, 100, false}, {two, 3, 100, true}, {two, 20, 1000, false}, {two, 21, 1000, true},
-		{zero, 0, 10, false}, {zero, 1, 10, true}, {all, 10, 10, false}, {campaign.Threshold{}, 10, 10, false},
+		{zero, 0, 10, false}, {zero, 1, 10, true}, {all, 10, 10, false}, {campaignspec.Threshold{}, 10, 10, false},
 	} {
 		if got := c.th.Exceeded(c.failed, c.size); got != c.want {
 			t.Errorf("%s: %d failed of %d exceeded = %t, want %t", c.th, c.failed, c.size, got, c.want)
@@ -222,7 +223,7 @@ func TestParseThreshold(t *testing.T) {
 }
 
 func TestWaveOf_TheFirstWaveThatCoversTheEntity(t *testing.T) {
-	s := mustSpec(t, edit(t, "waves", []any{
+	s := spectest.MustSpec(t, spectest.Edit(t, "waves", []any{
 		map[string]any{"name": "canary", "prefixes": []any{"/subscriptions/aaaa/resourceGroups/rg-1"}},
 		map[string]any{"name": "early", "prefixes": []any{"/subscriptions/aaaa", "/subscriptions/bbbb"}},
 		map[string]any{"name": "rest"},
@@ -239,11 +240,11 @@ func TestWaveOf_TheFirstWaveThatCoversTheEntity(t *testing.T) {
 			t.Errorf("WaveOf(%s) = %d, want %d", key, got, want)
 		}
 	}
-	closed := mustSpec(t, edit(t, "waves[1].prefixes", []any{"/subscriptions/bbbb"}))
+	closed := spectest.MustSpec(t, spectest.Edit(t, "waves[1].prefixes", []any{"/subscriptions/bbbb"}))
 	if got := closed.WaveOf("subscriptions/cccc/c"); got != -1 {
 		t.Errorf("an entity no wave covers is in wave %d, want -1", got)
 	}
-	if got := mustSpec(t, edit(t, "waves", del)).WaveOf("x"); got != 0 {
+	if got := spectest.MustSpec(t, spectest.Edit(t, "waves", spectest.Del)).WaveOf("x"); got != 0 {
 		t.Errorf("without waves, an entity is in wave %d, want the implicit 0", got)
 	}
 }

@@ -1,4 +1,4 @@
-package campaign
+package campaignspec
 
 import (
 	"crypto/sha256"
@@ -91,7 +91,7 @@ const GateManual = "manual"
 // field at fault ("spread.slot", "waves[1].gate"). It does not check values: Compile does.
 func DecodeDocument(body []byte) (Document, *domain.Rejection) {
 	var d Document
-	if rej := decodeStrict(body, MaxSpecBytes, "spec", &d); rej != nil {
+	if rej := domain.DecodeStrict(body, MaxSpecBytes, "spec", &d); rej != nil {
 		return Document{}, rej
 	}
 	return d, nil
