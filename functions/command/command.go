@@ -100,20 +100,28 @@ func (d *Applier) act(ctx context.Context, key string, cmd domain.Command, msg f
 	case actReject:
 		return true, d.refused(ctx, key, dec.Event)
 	case actFence:
-		return d.fence(ctx, key, cur, dec, log)
+		return d.fence(ctx, key, cur, dec, false, log)
 	}
 	return d.commit(ctx, key, cmd, msg, cur, dec, log)
 }
 
 // fence writes a refusal's fence over cur and then publishes the refusal; not done: the record
-// moved on meanwhile (perhaps by the very commit the fence is for), so decide again.
-func (d *Applier) fence(ctx context.Context, key string, cur store.Versioned, dec decision, log *slog.Logger) (done bool, err error) {
+// moved on meanwhile (perhaps by the very commit the fence is for), so decide again. With
+// bestEffort (a dead letter), a fence the bucket refuses to write is given up and the refusal
+// published without it: a dead letter waiting for a write that keeps failing would hold its
+// entity's commands for ever.
+func (d *Applier) fence(ctx context.Context, key string, cur store.Versioned, dec decision, bestEffort bool, log *slog.Logger) (done bool, err error) {
 	newRev, done, err := d.write(ctx, key, cur, dec.Next, log)
-	if !done || err != nil {
+	switch {
+	case err != nil && bestEffort && !errors.Is(err, function.ErrLeaseLost) && ctx.Err() == nil:
+		log.Warn("refusal published without its fence: the record cannot be written", "outcome", dec.Event.Outcome, "err", err)
+		newRev = cur.Rev
+	case err != nil || !done:
 		return done, err
+	default:
+		log.Info("refusal of a redelivered command fenced", "outcome", dec.Event.Outcome, "revision", newRev)
 	}
 	dec.Event.Revision = newRev
-	log.Info("refusal of a redelivered command fenced", "outcome", dec.Event.Outcome, "revision", newRev)
 	return true, d.refused(ctx, key, dec.Event)
 }
 
@@ -265,9 +273,10 @@ func (d *Applier) delivered(msg function.Message) delivery {
 }
 
 // refuse reads the record, decides on it and carries the decision out, deciding again when a
-// fence finds the record moved on. A key that is not valid has no record to read; with
-// unreadable, neither has a record that cannot be read for any reason. Otherwise a read error
-// is retried: a refusal on a redelivery is not published before its fence is written.
+// fence finds the record moved on. A key that is not valid has no record to read. With
+// unreadable (a dead letter), neither has a record that cannot be read for any reason, and a
+// fence that cannot be written is given up; otherwise a read error is retried, and a refusal
+// on a redelivery is not published before its fence is written.
 func (d *Applier) refuse(ctx context.Context, key string, msg function.Message, cmd domain.Command, unreadable bool, decideOn func(*domain.Record) decision) error {
 	log := d.log.With("key", key, "command_id", cmd.ID, "seq", msg.Seq)
 	for range maxConflicts {
@@ -295,7 +304,7 @@ func (d *Applier) refuse(ctx context.Context, key string, msg function.Message, 
 		case actRepublish:
 			return d.republish(ctx, key, dec.Event, rev)
 		case actFence:
-			done, err := d.fence(ctx, key, *cur, dec, log.With("action", dec.Action.String()))
+			done, err := d.fence(ctx, key, *cur, dec, unreadable, log.With("action", dec.Action.String()))
 			if done || err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,31 @@ func TestHandle_TransientFailureIsRetriedThenApplied(t *testing.T) {
 	if evs[0].Outcome != domain.OutcomeApplied {
 		t.Fatalf("event %+v", evs[0])
 	}
+}
+
+// TestHandle_DeadLetterWhenTheBucketRefusesWrites: a command whose record can be read but not
+// written is dead-lettered after its deliveries, although its dead letter's fence cannot be
+// written either: it is published without it, and the entity's next commands are not held.
+func TestHandle_DeadLetterWhenTheBucketRefusesWrites(t *testing.T) {
+	env := testenv.Start(t)
+	st, _ := store.Open(context.Background(), env.JS)
+	startReplicas(t, env, 1, command.Config{Records: &refusedWrites{Records: st}, MaxDeliver: 3})
+	key := domain.MustKey(cluster)
+	send(t, env.JS, domain.Command{ID: "w-1", ResourceID: cluster, Task: domain.TaskPending})
+	evs := events(t, env.JS, key, 1)
+	if evs[0].Outcome != domain.OutcomeDeadLettered || evs[0].CommandID != "w-1" || !strings.Contains(evs[0].Message, "bucket refuses writes") {
+		t.Fatalf("event %+v, want w-1 dead-lettered for the refused write", evs[0])
+	}
+	if _, rev := record(t, env, key); rev != 0 {
+		t.Fatalf("record written at revision %d, want none", rev)
+	}
+}
+
+// refusedWrites reads the bucket and fails every write.
+type refusedWrites struct{ command.Records }
+
+func (refusedWrites) Put(context.Context, string, store.Versioned, domain.Record) (uint64, error) {
+	return 0, errors.New("injected: the bucket refuses writes")
 }
 
 func TestHandle_ExhaustedRetriesAreDeadLettered(t *testing.T) {

@@ -80,17 +80,15 @@ func digest(parts ...string) string {
 
 // judgedAt is when a run at tick judges a record revision stored at stored: a record written
 // after the tick's time (commands keep arriving while a run reads) is judged, and its notice
-// dated, as of when it was stored, so that no notice predates what it reports. The record's own
-// times cover a writer whose clock runs ahead of the server's. Only the notice's at and stage
-// follow from it, never its id: the id names the series, kind and rung alone.
-func judgedAt(tick, stored time.Time, r domain.Record) time.Time {
-	at := tick
-	for _, t := range []time.Time{stored, r.StateSince, r.UpdatedAt} {
-		if t.After(at) {
-			at = t
-		}
+// dated, as of when it was stored, so that no notice predates what it reports. Both times are
+// the server's (the tick's is when NATS stored it): a writer's clock that runs ahead never moves
+// a judgement into the future. Only the notice's at and stage follow from it, never its id:
+// the id names the series, kind and rung alone.
+func judgedAt(tick, stored time.Time) time.Time {
+	if stored.After(tick) {
+		return stored
 	}
-	return at
+	return tick
 }
 
 // stage is the notice that the record calls for at now, whether or not it was sent already:

@@ -148,13 +148,15 @@ func TestDecide_NoticeNeverPredatesTheRevisionItJudged(t *testing.T) {
 		{"stored long before the tick: at the tick", pending(tick.Add(-time.Hour), tick.Add(20*time.Second)), tick.Add(-time.Hour), tick, domain.NoticeReminder},
 		{"stored after the tick: at its stored time", pending(since, tick.Add(20*time.Second)), since.Add(2 * time.Millisecond), since.Add(2 * time.Millisecond), domain.NoticeReminder},
 		{"stored at the tick's time: at the tick", pending(tick.Add(-time.Second), tick.Add(20*time.Second)), tick, tick, domain.NoticeReminder},
-		{"writer's clock ahead of the server's: at stateSince", pending(since, tick.Add(20*time.Second)), tick.Add(-time.Millisecond), since, domain.NoticeReminder},
+		// A writer whose clock runs ahead (stateSince after the stored time) does not move the
+		// judgement into the future: the server's times alone count.
+		{"writer's clock ahead of the server's: at the tick, not its stateSince", pending(tick.Add(time.Hour), tick.Add(20*time.Second)), tick.Add(-time.Millisecond), tick, domain.NoticeReminder},
 		{"no stored time (a record from elsewhere): at the tick", pending(tick.Add(-time.Hour), tick.Add(20*time.Second)), time.Time{}, tick, domain.NoticeReminder},
 		{"window starts between the tick and the stored time: due as of the stored time", pending(since, tick.Add(10*time.Millisecond)), since, since, domain.NoticeDue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			at := notices.JudgedAt(tick, tt.stored, tt.rec)
+			at := notices.JudgedAt(tick, tt.stored)
 			if !at.Equal(tt.wantAt) {
 				t.Fatalf("judged at %s, want %s", at.Format(time.RFC3339Nano), tt.wantAt.Format(time.RFC3339Nano))
 			}
@@ -162,9 +164,9 @@ func TestDecide_NoticeNeverPredatesTheRevisionItJudged(t *testing.T) {
 			if !ok || n.Kind != tt.wantKind {
 				t.Fatalf("decided %+v (%v), want %s", n, ok, tt.wantKind)
 			}
-			if n.At.Before(tt.stored) || n.At.Before(n.StateSince) || n.At.Before(tick) {
-				t.Errorf("notice at %s, before the tick %s, the revision's stored time %s or its stateSince %s",
-					n.At.Format(time.RFC3339Nano), tick.Format(time.RFC3339Nano), tt.stored.Format(time.RFC3339Nano), n.StateSince.Format(time.RFC3339Nano))
+			if n.At.Before(tt.stored) || n.At.Before(tick) {
+				t.Errorf("notice at %s, before the tick %s or the revision's stored time %s",
+					n.At.Format(time.RFC3339Nano), tick.Format(time.RFC3339Nano), tt.stored.Format(time.RFC3339Nano))
 			}
 			if atTick, ok := notices.Decide("c1", tt.rec, tick, ladder, time.Hour, nil); ok && atTick.Kind == n.Kind && atTick.NoticeID != n.NoticeID {
 				t.Errorf("notice id %s judged at the stored time, %s at the tick: not one notice", n.NoticeID, atTick.NoticeID)

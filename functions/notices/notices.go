@@ -267,7 +267,7 @@ func (r *noticesRun) entry(e store.Entry, derr error) error {
 		id, _ = domain.DecodeKey(e.Key)
 		e.Record.ResourceID = id
 	}
-	now := judgedAt(r.now, e.Stored, e.Record)
+	now := judgedAt(r.now, e.Stored)
 	nt, hasLife := stage(e.Key, e.Record, now, r.n.cfg.Remind, r.n.cfg.StuckAfter)
 	c, hasConflict := conflictOf(r.n.policies, e.Key, e.Record, now)
 	if !hasLife && !hasConflict {

@@ -43,10 +43,11 @@ type item struct {
 	id, ceType, subject, time string
 	state                     domain.State
 	body                      []byte
-	// The event's annotations (domain.Annotate); a notice has none.
+	// The event's annotations (domain.Annotate): an applied outcome has actionRequired (absent
+	// from its JSON when false), a notice or another outcome has none.
 	category       string
 	inWindow       domain.Known
-	actionRequired bool
+	actionRequired domain.Known
 }
 
 // itemOf reads a delivered message. The body is never changed: it is what is signed and sent.
@@ -68,7 +69,10 @@ func itemOf(msg function.Message) item {
 	it := item{
 		id: h.Get(domain.HeaderCEID), ceType: h.Get(domain.HeaderCEType), subject: h.Get(domain.HeaderCESubject),
 		time: h.Get(domain.HeaderCETime), body: msg.Data, state: b.To,
-		category: b.Category, inWindow: b.InWindow, actionRequired: b.ActionRequired,
+		category: b.Category, inWindow: b.InWindow,
+	}
+	if b.Kind == "" && domain.Outcome(b.Outcome) == domain.OutcomeApplied {
+		it.actionRequired = domain.KnownAs(b.ActionRequired)
 	}
 	if b.Kind != "" {
 		it.state = b.State
@@ -122,7 +126,7 @@ func (s *Subscription) wantsAnnotations(it item) bool {
 	if s.InWindow != nil && it.inWindow != domain.KnownAs(*s.InWindow) {
 		return false
 	}
-	if s.ActionRequired != nil && it.actionRequired != *s.ActionRequired {
+	if s.ActionRequired != nil && it.actionRequired != domain.KnownAs(*s.ActionRequired) {
 		return false
 	}
 	return true

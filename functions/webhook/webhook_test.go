@@ -21,10 +21,10 @@ import (
 func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 	env := testenv.Start(t)
 	all, applied, pending, prefixed := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
-	planned, inWindow, action := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
+	planned, inWindow, action, noAction := newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil), newReceiver(t, nil)
 	urls := map[string]string{}
 	for name, rc := range map[string]*receiver{"all": all, "applied": applied, "pending": pending, "prefixed": prefixed,
-		"planned": planned, "inwindow": inWindow, "action": action} {
+		"planned": planned, "inwindow": inWindow, "action": action, "noaction": noAction} {
 		srv := httptest.NewServer(rc)
 		t.Cleanup(srv.Close)
 		urls[name] = srv.URL + "/hooks/maint?token=abc"
@@ -34,11 +34,11 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 	subC.States = []domain.State{domain.StatePending}
 	subD.ResourcePrefix = cluster(1)[:len(cluster(1))-2] + "C1" // any casing of …/c1
 	// The annotations' filters.
-	yes := true
-	subE, subF, subG := sub("planned", urls["planned"]), sub("inwindow", urls["inwindow"]), sub("action", urls["action"])
-	subE.Categories, subF.InWindow, subG.ActionRequired = []string{domain.CategoryPlanned}, &yes, &yes
+	yes, no := true, false
+	subE, subF, subG, subH := sub("planned", urls["planned"]), sub("inwindow", urls["inwindow"]), sub("action", urls["action"]), sub("noaction", urls["noaction"])
+	subE.Categories, subF.InWindow, subG.ActionRequired, subH.ActionRequired = []string{domain.CategoryPlanned}, &yes, &yes, &no
 	// A long timeout: no delivery is retried for being slow on a busy machine.
-	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD, subE, subF, subG}, Timeout: 15 * time.Second})
+	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{subA, subB, subC, subD, subE, subF, subG, subH}, Timeout: 15 * time.Second})
 	now := time.Now().UTC()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -74,7 +74,7 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	for _, name := range []string{"applied", "pending", "prefixed", "planned", "inwindow", "action"} { // each its own consumer, at its own pace
+	for _, name := range []string{"applied", "pending", "prefixed", "planned", "inwindow", "action", "noaction"} { // each its own consumer, at its own pace
 		testenv.WebhookSettled(t, env.JS, name, 20*time.Second)
 	}
 	for _, c := range []struct {
@@ -87,6 +87,7 @@ func TestWebhook_DeliversSignedCloudEventsPerSubscriptionFilters(t *testing.T) {
 		{planned, []string{"a2", "a3", "d2"}}, // announced work and its outcome, not e2's unplanned work
 		{inWindow, []string{"d2"}},            // a2 and a3: no window was announced
 		{action, []string{"e1"}},
+		{noAction, []string{"a1", "a2", "a3", "b1", "c1", "d1", "d2", "e2"}}, // applied, not e1; not b2 (rejected: no annotation)
 	} {
 		if got := ids(c.rc.succeeded()); !slices.Equal(got, c.want) {
 			t.Errorf("delivered %v, want %v", got, c.want)

@@ -27,11 +27,11 @@ const readTimeout = 30 * time.Second
 type recordJSON = fleet.Record
 
 // judged is the JSON form of an entity's record, with its facts at now: overdue, stuck after
-// --stuck-after, and in conflict with the policy in force for it (read from the bucket, the
-// scopes that could cover it only: a customer's role may read no other).
+// --stuck-after, the policy in force for it (read from the bucket, the scopes that could cover
+// it only: a customer's role may read no other) and whether its window conflicts with it.
 func (a *app) judged(ctx context.Context, cl *client.Client, e client.Entity) (recordJSON, error) {
 	var in fleet.InForce
-	if e.Record.State == domain.StatePending && e.Record.Window != nil { // else nothing to read: only a window conflicts
+	if e.Exists() { // the policy in force is a fact of every record shown (fleet.Facts.Policy)
 		p, ok, err := cl.PolicyFor(ctx, e.Record.ResourceID)
 		switch {
 		case errors.Is(err, client.ErrNotProvisioned):

@@ -169,8 +169,9 @@ type Entity struct {
 	Record   domain.Record
 }
 
-// Exists reports whether the entity has a record (it was ever seen).
-func (e Entity) Exists() bool { return e.Revision != 0 }
+// Exists reports whether the entity has a record (it was ever seen): a record that holds only
+// a refusal's fence does not count (domain.Record.FenceOnly).
+func (e Entity) Exists() bool { return e.Revision != 0 && !e.Record.FenceOnly() }
 
 // Tracked reports whether the entity is in the signal: it has a record, and no Forget took it
 // out since.

@@ -52,6 +52,8 @@ func (f ListFilter) compile() (func(Entity) bool, error) {
 func (f ListFilter) match(e Entity, p domain.Prefix) bool {
 	r := e.Record
 	switch {
+	case r.FenceOnly(): // never seen: a refusal's fence alone
+		return false
 	case r.Forgotten() && !f.Forgotten:
 		return false
 	case f.State != "" && r.State != f.State:

@@ -109,6 +109,11 @@ func (r Record) FenceRefusal(ev Event, storedAt time.Time) Record {
 	return r
 }
 
+// FenceOnly reports whether the record holds nothing but a refusal's fence (FenceRefusal on an
+// entity without a record): no command was ever applied to the entity, and every reader shows
+// it as never seen.
+func (r Record) FenceOnly() bool { return r.Fence != nil && r.UpdatedAt.IsZero() }
+
 // handledLast is the stream sequence and stored time of the last command the record holds the
 // outcome of: its fence's when it has one (a fence always follows the last applied command).
 func (r Record) handledLast() (uint64, time.Time) {

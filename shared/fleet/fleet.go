@@ -94,10 +94,15 @@ func View(key string, rev uint64, r domain.Record, f Facts) Record {
 	if state == "" {
 		state = domain.StateNone
 	}
-	return Record{ResourceID: r.ResourceID, Key: key, Exists: rev != 0, Tracked: rev != 0 && !r.Forgotten(),
+	seen := rev != 0 && !r.FenceOnly() // a fence alone: never seen
+	forgotten := r.ForgottenAt
+	if !seen {
+		forgotten = time.Time{}
+	}
+	return Record{ResourceID: r.ResourceID, Key: key, Exists: seen, Tracked: seen && !r.Forgotten(),
 		Revision: rev, State: state, Updating: r.Updating, Task: r.Task, LastError: r.LastError,
 		Window: r.Window, Reason: r.Reason, StateSince: r.StateSince, UpdatedAt: r.UpdatedAt,
 		LastCommandID: r.LastCommandID, LastCommandSeq: r.LastCommandSeq, Version: r.Version,
-		Campaign: r.Campaign, ForgottenAt: r.ForgottenAt,
+		Campaign: r.Campaign, ForgottenAt: forgotten,
 		Overdue: f.Overdue, Stuck: f.Stuck, Conflict: f.Conflict, Policy: f.Policy}
 }

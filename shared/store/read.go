@@ -44,9 +44,20 @@ func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 
 // Drain reads cons until nothing is pending (or, with until > 0, up to stream sequence until),
 // without waiting for messages still to come; fn's error stops it.
+//
+// An empty answer while the consumer still counts messages pending (an ordered consumer being
+// recreated, a reply that came before the messages) is not the end: the next fetch waits for
+// them, a second at most each time.
 func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(jetstream.Msg, uint64) error) error {
+	wait := false
 	for ctx.Err() == nil {
-		batch, err := cons.FetchNoWait(4096)
+		var batch jetstream.MessageBatch
+		var err error
+		if wait {
+			batch, err = cons.Fetch(4096, jetstream.FetchMaxWait(time.Second))
+		} else {
+			batch, err = cons.FetchNoWait(4096)
+		}
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
@@ -71,8 +82,17 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 			return fmt.Errorf("read: %w", err)
 		}
 		if n == 0 {
-			return nil
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("read: %w", err)
+			}
+			if info.NumPending == 0 {
+				return nil
+			}
+			wait = true
+			continue
 		}
+		wait = false
 	}
 	return ctx.Err()
 }
