@@ -164,10 +164,14 @@ func TestFleetFacts_ListTheWebViewAndTheGaugesAgree(t *testing.T) {
 	if rows := countRecords(page.Rows); rows.String() != want.String() {
 		t.Errorf("web view rows count %v, want %v", rows, want)
 	}
-	// One shape: every record as list shows it is the web view's row, field for field.
+	// One shape: every record as list shows it is the web view's row and get's record, field
+	// for field (the policy in force included).
 	for i := range list {
 		if l, w := asJSON(t, list[i]), asJSON(t, page.Rows[i]); l != w {
 			t.Errorf("a record shown two ways:\nlist %s\nweb  %s", l, w)
+		}
+		if l, g := asJSON(t, list[i]), asJSON(t, decodeJSON[fleet.Record](t, c.ok("get", list[i].ResourceID, "-o", "json"))); l != g {
+			t.Errorf("a record shown two ways:\nlist %s\nget  %s", l, g)
 		}
 	}
 
