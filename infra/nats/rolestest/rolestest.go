@@ -474,7 +474,9 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	}
 
 	t.Run("the denied actions changed nothing", func(t *testing.T) {
-		ctx := testenv.Context(t, 10*time.Second)
+		// Room for a busy machine: on a three-node cluster an ordered read of the history may
+		// wait for a replica to catch up, and every check below shares this context.
+		ctx := testenv.Context(t, 30*time.Second)
 		for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
 			if _, err := op.JS.Stream(ctx, name); err != nil {
 				t.Errorf("stream %s: %v", name, err)
