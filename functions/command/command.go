@@ -154,13 +154,11 @@ func (d *Applier) refused(ctx context.Context, key string, ev domain.Event) erro
 	if err := function.Holding(ctx); err != nil {
 		return err
 	}
-	if ev.Outcome == domain.OutcomeDeadLettered {
-		d.metrics.command(ctx, domain.OutcomeDeadLettered, "")
-		return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq)+":dlq", ev)
+	d.metrics.command(ctx, ev.Outcome, ev.Code)
+	if ev.Outcome == domain.OutcomeRejected {
+		d.log.Warn("command rejected", "key", key, "command_id", ev.CommandID, "task", ev.Task, "outcome", ev.Outcome, "code", ev.Code, "target", ev.Target, "message", ev.Message)
 	}
-	d.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
-	d.log.Warn("command rejected", "key", key, "command_id", ev.CommandID, "task", ev.Task, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
-	return d.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
+	return d.publish(ctx, key, outcomeMsgID(ev), ev)
 }
 
 // commit writes an applied decision over cur and publishes its outcome; not done: the record
@@ -325,7 +323,7 @@ func (d *Applier) republish(ctx context.Context, key string, ev domain.Event, re
 }
 
 // outcomeMsgID is the de-duplication id an outcome is published under: a dead letter's differs
-// from the others' (see refused).
+// from an applied or rejected one's.
 func outcomeMsgID(ev domain.Event) string {
 	id := domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq)
 	if ev.Outcome == domain.OutcomeDeadLettered {

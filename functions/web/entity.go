@@ -76,7 +76,7 @@ func (v *View) entity(ctx context.Context, key, id string) (EntityPage, bool, er
 	rec := e.Record
 	now := v.cfg.Now()
 	in := v.fleet.inForce(key)
-	p := EntityPage{Key: key, At: now.UTC(), Record: fleet.View(key, e.Revision, rec, fleet.Judge(rec, now, v.cfg.StuckAfter, in))}
+	p := EntityPage{Key: key, At: now.UTC(), Record: fleet.View(key, e.Revision, rec, now, v.cfg.StuckAfter, in)}
 	var wg sync.WaitGroup
 	var herr, nerr error
 	wg.Go(func() { p.History, p.HistoryTotal, herr = v.history(ctx, id) })

@@ -15,7 +15,7 @@ import (
 // as every reader judges it.
 func (x *index) row(e *entry, now time.Time) fleet.Record {
 	r := e.record()
-	return fleet.View(e.key, e.rev, r, fleet.Judge(r, now, x.stuckAfter, x.policies.For(e.key)))
+	return fleet.View(e.key, e.rev, r, now, x.stuckAfter, x.policies.For(e.key))
 }
 
 // Stats are the counts at the top of the fleet page.

@@ -31,7 +31,7 @@ type recordJSON = fleet.Record
 // it only: a customer's role may read no other) and whether its window conflicts with it.
 func (a *app) judged(ctx context.Context, cl *client.Client, e client.Entity) (recordJSON, error) {
 	var in fleet.InForce
-	if e.Exists() { // the policy in force is a fact of every record shown (fleet.Facts.Policy)
+	if e.Exists() { // the policy in force is a fact of every record shown (fleet.Record.Policy)
 		p, ok, err := cl.PolicyFor(ctx, e.Record.ResourceID)
 		switch {
 		case errors.Is(err, client.ErrNotProvisioned):
@@ -44,7 +44,7 @@ func (a *app) judged(ctx context.Context, cl *client.Client, e client.Entity) (r
 			in = fleet.InForce{Policy: p.Policy, Since: p.Revision.At}
 		}
 	}
-	return fleet.View(e.Key, e.Revision, e.Record, fleet.Judge(e.Record, time.Now(), a.stuckLimit(), in)), nil
+	return fleet.View(e.Key, e.Revision, e.Record, time.Now(), a.stuckLimit(), in), nil
 }
 
 // stuckLimit is --stuck-after, where the command has it, else the default the functions use.
@@ -186,7 +186,7 @@ the resource IDs alone.`,
 				}
 				now := time.Now()
 				err = a.writeJSON(each(listing.Entities, func(e client.Entity) recordJSON {
-					return fleet.View(e.Key, e.Revision, e.Record, fleet.Judge(e.Record, now, a.stuckLimit(), in.For(e.Key)))
+					return fleet.View(e.Key, e.Revision, e.Record, now, a.stuckLimit(), in.For(e.Key))
 				}))
 				if err != nil {
 					return err

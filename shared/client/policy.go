@@ -208,7 +208,7 @@ func (c *Client) eachPolicy(ctx context.Context, fn func(r *store.Revision, pol 
 }
 
 // InForce reads the policies in force now, by scope key, each with the stored time of its
-// revision: what fleet.Judge needs to tell a conflict as the emitter and the notices function
+// revision: what fleet.View needs to tell a conflict as the emitter and the notices function
 // do. A scope whose policy does not compile is kept without one (it hides the broader scopes'
 // policies from its entities, as it does in the emitter). No policies bucket: no policy.
 func (c *Client) InForce(ctx context.Context) (fleet.Policies, error) {

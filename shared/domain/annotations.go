@@ -14,7 +14,7 @@ const (
 
 // Contains reports whether t lies inside the window: from its start, up to but not including
 // its end (at its end the window has ended, see Window.Ended).
-func (w Window) Contains(t time.Time) bool { return !t.Before(w.Start) && t.Before(w.End) }
+func (w Window) Contains(t time.Time) bool { return !t.Before(w.Start) && !w.Ended(t) }
 
 // Annotate sets the annotations of an applied outcome (SPEC §14), which customers and
 // integrators filter on, from the record before the command (prev) and the command's stored

@@ -272,7 +272,8 @@ func (w Window) Ended(now time.Time) bool { return !now.Before(w.End) }
 
 // Overdue reports whether the entity is still Pending after its announced window ended.
 func (r Record) Overdue(now time.Time) bool {
-	return r.State == StatePending && r.Window != nil && r.Window.Ended(now)
+	from, ok := r.OverdueFrom()
+	return ok && !now.Before(from)
 }
 
 // OverdueFrom is the first instant at which Overdue holds for the record as it stands (its

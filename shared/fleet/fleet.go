@@ -36,23 +36,21 @@ func (ps Policies) For(key string) InForce {
 	return InForce{}
 }
 
-// Facts are what a record means at one time, beside its fields.
-type Facts struct {
-	Overdue  bool
-	Stuck    bool
-	Conflict bool
-	// Policy is the scope (resource ID as written) of the customer's policy in force for the
+// facts are what a record means at one time, beside its fields.
+type facts struct {
+	overdue, stuck, conflict bool
+	// policy is the scope (resource ID as written) of the customer's policy in force for the
 	// entity; "" when none.
-	Policy string
+	policy string
 }
 
-// Judge is the facts of r at now: overdue (domain.Record.Overdue), stuck after stuckAfter
+// judge is the facts of r at now: overdue (domain.Record.Overdue), stuck after stuckAfter
 // (domain.Record.Stuck) and in conflict with the policy in force (policy.Conflict).
-func Judge(r domain.Record, now time.Time, stuckAfter time.Duration, in InForce) Facts {
-	f := Facts{Overdue: r.Overdue(now), Stuck: r.Stuck(now, stuckAfter)}
+func judge(r domain.Record, now time.Time, stuckAfter time.Duration, in InForce) facts {
+	f := facts{overdue: r.Overdue(now), stuck: r.Stuck(now, stuckAfter)}
 	if in.Policy != nil {
-		f.Conflict = policy.Conflict(r, in.Policy, in.Since, now) != ""
-		f.Policy = in.Policy.Scope().ID
+		f.conflict = policy.Conflict(r, in.Policy, in.Since, now) != ""
+		f.policy = in.Policy.Scope().ID
 	}
 	return f
 }
@@ -88,8 +86,10 @@ type Record struct {
 }
 
 // View is the shown form of the record r of key at revision rev (0: never seen), with its
-// facts.
-func View(key string, rev uint64, r domain.Record, f Facts) Record {
+// facts at now: overdue, stuck after stuckAfter, and the policy in force in and whether the
+// window conflicts with it.
+func View(key string, rev uint64, r domain.Record, now time.Time, stuckAfter time.Duration, in InForce) Record {
+	f := judge(r, now, stuckAfter, in)
 	state := r.State
 	if state == "" {
 		state = domain.StateNone
@@ -104,5 +104,5 @@ func View(key string, rev uint64, r domain.Record, f Facts) Record {
 		Window: r.Window, Reason: r.Reason, StateSince: r.StateSince, UpdatedAt: r.UpdatedAt,
 		LastCommandID: r.LastCommandID, LastCommandSeq: r.LastCommandSeq, Version: r.Version,
 		Campaign: r.Campaign, ForgottenAt: forgotten,
-		Overdue: f.Overdue, Stuck: f.Stuck, Conflict: f.Conflict, Policy: f.Policy}
+		Overdue: f.overdue, Stuck: f.stuck, Conflict: f.conflict, Policy: f.policy}
 }

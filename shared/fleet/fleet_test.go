@@ -32,7 +32,7 @@ func TestView_Existence(t *testing.T) {
 		{name: "a Forget's tombstone is seen, not tracked", rev: 5, rec: forgotten, exists: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := fleet.View(domain.MustKey(id), tc.rev, tc.rec, fleet.Facts{})
+			v := fleet.View(domain.MustKey(id), tc.rev, tc.rec, at, time.Hour, fleet.InForce{})
 			if v.Exists != tc.exists || v.Tracked != tc.tracked || v.ForgottenAt.IsZero() != tc.forgottenAtShownEmpty {
 				t.Fatalf("exists %v tracked %v forgottenAt %v, want %v %v (empty: %v)", v.Exists, v.Tracked, v.ForgottenAt, tc.exists, tc.tracked, tc.forgottenAtShownEmpty)
 			}
