@@ -107,8 +107,8 @@ func (c Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: ack wait must be at least 1s, got %s", ErrInvalidConfig, c.AckWait)
 	case c.InFlight < 1 || c.InFlight > 10000:
 		return c, fmt.Errorf("%w: in-flight must be 1-10000, got %d", ErrInvalidConfig, c.InFlight)
-	case c.Shards < 1 || c.Shards > domain.MaxShards:
-		return c, fmt.Errorf("%w: emitter shards must be 1-%d, got %d", ErrInvalidConfig, domain.MaxShards, c.Shards)
+	case !domain.ValidShardCount(c.Shards):
+		return c, fmt.Errorf("%w: emitter shards must divide the %d cells (1, 2, 4 or %d), got %d", ErrInvalidConfig, domain.Cells, domain.Cells, c.Shards)
 	}
 	return c, nil
 }

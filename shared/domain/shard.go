@@ -13,9 +13,9 @@ import (
 const (
 	// DefaultShards is the shard count of `maintctl provision` without --emitter-shards.
 	DefaultShards = 4
-	// MaxShards bounds the shard count: each shard is a consumer per function and, on every
-	// replica that holds several, one more share of the same scan.
-	MaxShards = 64
+	// MaxShards bounds the shard count: a shard reads whole cells (Layout), so the count
+	// divides Cells.
+	MaxShards = Cells
 	// EmitterShardPrefix and NoticesShardPrefix name the shard consumers on MAINT_SCHEDULE:
 	// emitter-s0, emitter-s1, …, notices-s0, ….
 	EmitterShardPrefix = EmitterConsumer + "-s"
@@ -81,9 +81,9 @@ func ShardMetadata(s Shard) map[string]string {
 func ShardFromMetadata(consumer string, md map[string]string) (Shard, error) {
 	i, err1 := strconv.Atoi(md[MetaShard])
 	n, err2 := strconv.Atoi(md[MetaShards])
-	if err1 != nil || err2 != nil || n < 1 || n > MaxShards || i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("consumer %s: shard metadata %s=%q %s=%q is not a shard of 1-%d (run `maintctl provision`)",
-			consumer, MetaShard, md[MetaShard], MetaShards, md[MetaShards], MaxShards)
+	if err1 != nil || err2 != nil || !ValidShardCount(n) || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("consumer %s: shard metadata %s=%q %s=%q is not a shard of 1, 2, 4 or %d (run `maintctl provision`)",
+			consumer, MetaShard, md[MetaShard], MetaShards, md[MetaShards], Cells)
 	}
 	return Shard{Index: i, Of: n}, nil
 }
@@ -98,3 +98,6 @@ func IsShardConsumer(name, prefix string) bool {
 	_, err := strconv.Atoi(rest)
 	return err == nil
 }
+
+// ValidShardCount reports whether n shards can share the cells: n divides Cells.
+func ValidShardCount(n int) bool { return n >= 1 && n <= Cells && Cells%n == 0 }
