@@ -208,9 +208,9 @@ func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.S
 		r.wg.Add(1)
 		go r.deliverAll()
 	}
-	_, err := n.store.Sweep(ctx, n.from.Load(), r.holds, r.entry)
+	_, err := n.store.Sweep(ctx, domain.CellsOf(shards), n.from.Load(), r.holds, r.entry)
 	if err != nil {
-		r.undone(place{ord: r.ord + 1, rev: r.lastRev + 1})
+		r.undone(place{ord: r.ord + 1, rev: r.lastPos + 1})
 		r.fail(fmt.Errorf("notices: read the bucket: %w", err))
 	}
 	close(r.work)
@@ -225,8 +225,8 @@ func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.S
 	return r.res, errors.Join(r.errs...)
 }
 
-// place is where an entity was met in a sweep: its ordinal, and its revision (where to
-// sweep from next time to start with it).
+// place is where an entity was met in a sweep: its ordinal, and its position (where to
+// sweep from next time to start with it, store.Position).
 type place struct {
 	ord int
 	rev uint64
@@ -243,7 +243,7 @@ type noticesRun struct {
 	work    chan entry
 	wg      sync.WaitGroup
 	ord     int
-	lastRev uint64
+	lastPos uint64
 
 	mu      sync.Mutex
 	res     Result
@@ -255,7 +255,7 @@ type noticesRun struct {
 // entry is the sweep's callback for one record of the run's shards.
 func (r *noticesRun) entry(e store.Entry, derr error) error {
 	r.ord++
-	r.lastRev = e.Revision
+	r.lastPos = e.Position
 	if derr != nil {
 		return nil // the emitter reports records that do not decode
 	}
@@ -280,7 +280,7 @@ func (r *noticesRun) entry(e store.Entry, derr error) error {
 	r.mu.Lock()
 	r.res.Due++
 	r.mu.Unlock()
-	en := entry{key: e.Key, rec: e.Record, now: now, at: place{ord: r.ord, rev: e.Revision}, conflict: c, hasConflict: hasConflict}
+	en := entry{key: e.Key, rec: e.Record, now: now, at: place{ord: r.ord, rev: e.Position}, conflict: c, hasConflict: hasConflict}
 	select {
 	case r.work <- en:
 		return nil

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,10 +185,24 @@ func (v *View) makeFollowers() []*follower {
 	f := func(bucket string) *follower {
 		return &follower{js: v.js, bucket: bucket, log: v.log, retry: v.cfg.Retry}
 	}
-	records := f(domain.Bucket)
-	records.reset = func() { v.setLoaded(false); v.loading.Store(0); v.fleet.reset() }
-	records.apply = v.applyRecords
-	records.caughtUp = func() { v.setLoaded(true); v.live.publish(topic{kind: topicFleet}) }
+	// One follower per cell: each resets and catches up on its own cell's records.
+	var cells []*follower
+	for _, c := range domain.AllCells() {
+		records := f(c.RecordsBucket())
+		records.key = domain.KeyOfLocated
+		records.reset = func() {
+			v.setLoaded(false)
+			v.fleet.resetWhere(func(key string) bool { return domain.CellOf(key) == c })
+		}
+		records.apply = v.applyRecords
+		records.caughtUp = func() {
+			if v.recordsRead() {
+				v.setLoaded(true)
+				v.live.publish(topic{kind: topicFleet})
+			}
+		}
+		cells = append(cells, records)
+	}
 
 	policies := f(bucketPolicies)
 	policies.reset = func() { v.fleet.clearPolicies() }
@@ -204,7 +219,17 @@ func (v *View) makeFollowers() []*follower {
 	entities.reset = v.campaigns.resetEntities
 	entities.apply = func(b []change) { v.publishCampaigns(v.campaigns.applyEntities(b)) }
 	entities.caughtUp = v.report
-	return []*follower{records, policies, states, entities}
+	return append(cells, policies, states, entities)
+}
+
+// recordsRead reports whether every cell's records were read once.
+func (v *View) recordsRead() bool {
+	for _, f := range v.followers {
+		if strings.HasPrefix(f.bucket, domain.RecordsBucketPrefix) && !f.read.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *View) applyRecords(batch []change) {

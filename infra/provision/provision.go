@@ -260,15 +260,22 @@ func Streams(c Config) []jetstream.StreamConfig {
 	return streams
 }
 
-// Bucket returns the KV bucket configuration.
-func Bucket(c Config) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      domain.Bucket,
-		Description: "Current maintenance record of every entity",
-		History:     1,
-		Storage:     c.Storage,
-		Replicas:    c.Replicas,
+// RecordsBuckets returns the configuration of every cell's records bucket (domain.Cells):
+// one revision per key, direct gets allowed (a tenant's reader may send only those; the
+// command function reads from the leader, store.Store.Get).
+func RecordsBuckets(c Config) []jetstream.KeyValueConfig {
+	var out []jetstream.KeyValueConfig
+	for _, cell := range domain.AllCells() {
+		out = append(out, jetstream.KeyValueConfig{
+			Bucket:      cell.RecordsBucket(),
+			Description: "Current maintenance record of every entity of cell " + cell.String(),
+			History:     1,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			Metadata:    map[string]string{domain.MetaLayout: strconv.Itoa(domain.LayoutVersion)},
+		})
 	}
+	return out
 }
 
 // PoliciesBucket returns the policies bucket's configuration: the policy in force of each
@@ -355,7 +362,16 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
 	}
-	rep = append(rep, ensureBucket(ctx, js, Bucket(c)), ensureBucket(ctx, js, PoliciesBucket(c)))
+	cells := true
+	for _, b := range RecordsBuckets(c) {
+		ch := ensureBucketDirect(ctx, js, b, true)
+		cells = cells && ch.Action != Failed
+		rep = append(rep, ch)
+	}
+	if cells {
+		rep = append(rep, migrateRecords(ctx, js))
+	}
+	rep = append(rep, ensureBucket(ctx, js, PoliciesBucket(c)))
 	for _, b := range CampaignBuckets(c) {
 		rep = append(rep, ensureBucket(ctx, js, b))
 	}
@@ -482,6 +498,11 @@ func sourceNames(ss []*jetstream.StreamSource) []string {
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) Change {
+	return ensureBucketDirect(ctx, js, want, want.Replicas <= 1)
+}
+
+// ensureBucketDirect creates or updates a bucket, with direct gets on or off.
+func ensureBucketDirect(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, direct bool) Change {
 	ch := Change{Kind: "bucket", Name: want.Bucket}
 	name := "KV_" + want.Bucket
 	s, err := js.Stream(ctx, name)
@@ -506,7 +527,10 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		add("storage", have.Storage != want.Storage)
 		add("replicas", have.Replicas != want.Replicas)
 		add("description", have.Description != want.Description)
-		add("allow_direct", have.AllowDirect != (want.Replicas <= 1))
+		add("allow_direct", have.AllowDirect != direct)
+		for k, v := range want.Metadata {
+			add("metadata", have.Metadata[k] != v)
+		}
 		if len(ch.Fields) == 0 {
 			ch.Action = Unchanged
 			return ch
@@ -522,7 +546,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	// that lags, and a command judged on a stale record could be wrongly refused (a refusal
 	// writes nothing, so no compare-and-swap would catch it). With one replica there is no
 	// follower, and direct gets are much cheaper.
-	if want.Replicas <= 1 {
+	if direct {
 		return ch
 	}
 	if err := disableDirect(ctx, js, name); err != nil {

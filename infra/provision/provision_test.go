@@ -39,7 +39,7 @@ func TestRun_SecondRunChangesNothing(t *testing.T) {
 func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, domain.Cell(0).RecordsStream(), domain.Cell(7).RecordsStream()} {
 		if _, err := env.JS.Stream(ctx, name); err != nil {
 			t.Errorf("stream %s: %v", name, err)
 		}
@@ -67,11 +67,12 @@ func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 			}
 		}
 	}
-	// One replica: no follower can lag, so reads take the cheap direct path. (Replicated
-	// buckets read from their leader; the cluster fault test runs that way.)
-	kv, _ := env.JS.Stream(ctx, "KV_"+domain.Bucket)
-	if !kv.CachedInfo().Config.AllowDirect {
-		t.Error("a single-replica bucket refuses direct gets")
+	// Direct gets: what a user confined to a tenant may send.
+	for _, c := range domain.AllCells() {
+		kv, err := env.JS.Stream(ctx, c.RecordsStream())
+		if err != nil || !kv.CachedInfo().Config.AllowDirect || kv.CachedInfo().Config.Metadata[domain.MetaLayout] != "2" {
+			t.Errorf("bucket %s: %v, direct gets %v, metadata %v", c.RecordsBucket(), err, err == nil && kv.CachedInfo().Config.AllowDirect, err == nil && kv.CachedInfo().Config.Metadata != nil)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package provision_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -115,4 +118,81 @@ func consumerNames(t *testing.T, js jetstream.JetStream) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// A deployment of the first layout keeps its records in one bucket under the entity key.
+// Provisioning moves each into its cell under its located key, keeps what a cell holds
+// already (written since), and removes the old bucket; provisioning again changes nothing.
+// The events are not touched: the history stays.
+func TestRun_RecordsOfTheFirstLayoutMoveIntoTheCells(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, time.Minute)
+	old, err := env.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.Bucket, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	want := map[string]domain.Record{}
+	for i := range n {
+		id := fmt.Sprintf("/subscriptions/s%d/resourceGroups/rg%d/providers/p/c/c%03d", i%3, i%7, i)
+		r := domain.Record{ResourceID: id, State: domain.States[i%len(domain.States)], LastCommandID: fmt.Sprintf("cmd-%d", i),
+			LastCommandSeq: uint64(i + 1), Version: domain.RecordVersion}
+		if i%50 == 0 {
+			r = domain.Record{ResourceID: id, State: domain.StateNone, ForgottenAt: time.Now().UTC().Truncate(time.Second), LastCommandSeq: uint64(i + 1)}
+		}
+		b, err := domain.EncodeRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Put(ctx, domain.MustKey(id), b); err != nil {
+			t.Fatal(err)
+		}
+		want[domain.MustKey(id)] = r
+	}
+	// A key deleted in the old bucket stays gone; one a cell holds already keeps the cell's.
+	gone := domain.MustKey("/subscriptions/s1/resourceGroups/rg1/providers/p/c/c001")
+	if err := old.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, gone)
+	newer := domain.MustKey("/subscriptions/s2/resourceGroups/rg2/providers/p/c/c002")
+	st, _ := store.Open(ctx, env.JS)
+	r := want[newer]
+	r.LastCommandID, r.LastCommandSeq = "since", 1000
+	if _, err := st.Put(ctx, newer, store.Versioned{}, r); err != nil {
+		t.Fatal(err)
+	}
+	want[newer] = r
+	if _, err := env.JS.Publish(ctx, domain.EventSubject(newer), []byte(`{"commandId":"history","outcome":"applied"}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := provision.Run(ctx, env.JS, provision.Config{})
+	if err != nil {
+		t.Fatalf("provision: %v\n%v", err, rep)
+	}
+	moved := slices.IndexFunc(rep, func(c provision.Change) bool { return c.Kind == "migrate" })
+	if moved < 0 || rep[moved].Action != provision.Updated || !slices.Contains(rep[moved].Fields, fmt.Sprintf("%d records moved", n-2)) ||
+		!slices.Contains(rep[moved].Fields, "1 already there") {
+		t.Errorf("report: %v", rep)
+	}
+	for key, w := range want {
+		got, rev, err := st.Get(ctx, key)
+		if err != nil || rev == 0 || got.LastCommandID != w.LastCommandID || got.State != w.State || !got.ForgottenAt.Equal(w.ForgottenAt) {
+			t.Errorf("%s: %+v rev %d (%v), want %+v", key, got, rev, err, w)
+		}
+	}
+	if got, rev, err := st.Get(ctx, gone); err != nil || rev != 0 {
+		t.Errorf("the deleted key reads %+v rev %d (%v), want never seen", got, rev, err)
+	}
+	if _, err := env.JS.Stream(ctx, "KV_"+domain.Bucket); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("the old bucket is still there (%v)", err)
+	}
+	if evs := testenv.Events(t, env.JS, domain.EventPrefix+">"); len(evs) == 0 {
+		t.Error("the events are gone")
+	}
+	rep, err = provision.Run(ctx, env.JS, provision.Config{})
+	if err != nil || rep.Changed() {
+		t.Errorf("provisioning again: %v\n%v", err, rep)
+	}
 }

@@ -49,7 +49,7 @@ func campaignFunction() Function {
 		// the policies.
 		Access: Access{
 			Publish: []string{domain.CommandPrefix + "*", domain.CampaignEventPrefix + "*", CampaignsSubjects, CampaignEntitySubjects},
-			Read:    []string{CampaignsStream, CampaignEntitiesStream, domain.EventsStream, CampaignListsStream, RecordsStream, domain.PoliciesBucketStream},
+			Read:    append([]string{CampaignsStream, CampaignEntitiesStream, domain.EventsStream, CampaignListsStream, domain.PoliciesBucketStream}, RecordsStreams...),
 			Get:     []string{domain.ScheduleStream},
 		},
 		Flags: campaignFlags,

@@ -29,9 +29,8 @@ func webFunction() Function {
 		Drain: 5 * time.Second,
 		// It follows the records, the policies and the campaigns' buckets, and reads the events
 		// (an entity's history, a campaign's lifecycle) and the notices.
-		Access: Access{Read: []string{RecordsStream, domain.EventsStream, domain.NoticesStream,
-			domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}},
-		Flags: webFlags,
+		Access: Access{Read: append([]string{domain.EventsStream, domain.NoticesStream, domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}, RecordsStreams...)},
+		Flags:  webFlags,
 	}
 }
 

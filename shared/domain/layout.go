@@ -185,3 +185,39 @@ func (s Scope) Tokens() string {
 
 // Covers reports whether the entity of key lies in the scope.
 func (s Scope) Covers(key string) bool { return s.Prefix.Covers(key) }
+
+// Disjoint drops the scopes another of them covers (and repeats): what a reader confined to
+// them reads once each.
+func Disjoint(scopes []Scope) []Scope {
+	var out []Scope
+	for i, s := range scopes {
+		covered := false
+		for j, o := range scopes {
+			if i != j && o.Covers(s.Prefix.Key) && (o.Prefix.Key != s.Prefix.Key || j < i) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// CellsOf is the cells the shards read, in order, each once.
+func CellsOf(shards []Shard) []Cell {
+	var in [Cells]bool
+	for _, s := range shards {
+		for _, c := range s.Cells() {
+			in[c] = true
+		}
+	}
+	var cs []Cell
+	for c, ok := range in {
+		if ok {
+			cs = append(cs, Cell(c))
+		}
+	}
+	return cs
+}

@@ -129,10 +129,11 @@ const HighCardinalityThreshold = 1_000_000
 // included), for the operators' view of their size (cluster.maintenance.stream.*). Optional
 // ones (campaigns, webhooks) may be absent.
 func Streams() []string {
-	return []string{
-		CommandsStream, EventsStream, NoticesStream, DLQStream, ScheduleStream, PoliciesStream,
-		"KV_" + Bucket, PoliciesBucketStream,
-		CampaignsStream, "KV_" + CampaignsBucket, "KV_" + CampaignEntitiesBucket, "OBJ_" + CampaignListsBucket,
-		WebhookStream,
+	out := []string{CommandsStream, EventsStream, NoticesStream, DLQStream, ScheduleStream, PoliciesStream}
+	for _, c := range AllCells() {
+		out = append(out, c.RecordsStream())
 	}
+	return append(out, PoliciesBucketStream,
+		CampaignsStream, "KV_"+CampaignsBucket, "KV_"+CampaignEntitiesBucket, "OBJ_"+CampaignListsBucket,
+		WebhookStream)
 }

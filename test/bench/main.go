@@ -239,12 +239,14 @@ type emitterFigures struct {
 // one streaming pass over the same bucket plus one export of as many points).
 func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out io.Writer) (emitterFigures, error) {
 	var f emitterFigures
-	kv, err := js.Stream(ctx, "KV_"+domain.Bucket)
-	if err != nil {
-		return f, err
-	}
-	if err := kv.Purge(ctx); err != nil {
-		return f, err
+	for _, c := range domain.AllCells() {
+		kv, err := js.Stream(ctx, c.RecordsStream())
+		if err != nil {
+			return f, err
+		}
+		if err := kv.Purge(ctx); err != nil {
+			return f, err
+		}
 	}
 	r, err := otlpreceiver.New(otlpreceiver.WithoutPayloads())
 	if err != nil {
