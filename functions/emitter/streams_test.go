@@ -53,7 +53,7 @@ func TestEmitter_ReportsTheStreamsSize(t *testing.T) {
 	for _, p := range otlpreceiver.Find(r.Points(), emitter.MetricStreamSubjects, nil) {
 		reported[p.Attrs[emitter.AttrStream]] = true
 	}
-	for _, s := range []string{domain.CommandsStream, domain.EventsStream, domain.NoticesStream, domain.ScheduleStream, domain.Cell(0).RecordsStream()} {
+	for _, s := range []string{domain.CommandsStream, domain.EventsStream, domain.Cell(0).EventsStream(), domain.Cell(0).NoticesStream(), domain.ScheduleStream, domain.Cell(0).RecordsStream()} {
 		if !reported[s] {
 			t.Errorf("stream %s not reported (reported: %v)", s, reported)
 		}

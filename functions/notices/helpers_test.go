@@ -97,7 +97,7 @@ func stored(t testing.TB, js jetstream.JetStream, id string) []string {
 func storedNotices(t testing.TB, js jetstream.JetStream) []domain.Notice {
 	t.Helper()
 	var out []domain.Notice
-	testenv.ReadStream(t, js, domain.NoticesStream, func(m jetstream.Msg) {
+	testenv.ReadNotices(t, js, func(m jetstream.Msg) {
 		n, err := domain.DecodeNotice(m.Data())
 		if err != nil {
 			t.Fatal(err)

@@ -52,12 +52,11 @@ const metricNotices = "cluster.maintenance.notices"
 
 // Notifier holds the dependencies of the tick handler.
 type Notifier struct {
-	cfg    Config
-	js     jetstream.JetStream
-	store  *store.Store
-	stream jetstream.Stream
-	log    *slog.Logger
-	count  metric.Int64Counter
+	cfg   Config
+	js    jetstream.JetStream
+	store *store.Store
+	log   *slog.Logger
+	count metric.Int64Counter
 
 	// known is, per entity key, the last notice this replica knows to be stored: a notice
 	// that is stored stays stored, so when known already covers an entity's current stage the
@@ -101,9 +100,10 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	if err != nil {
 		return nil, fmt.Errorf("notices: %w", err)
 	}
-	s, err := js.Stream(ctx, domain.NoticesStream)
-	if err != nil {
-		return nil, fmt.Errorf("notices: stream %s (provision first): %w", domain.NoticesStream, err)
+	for _, name := range domain.NoticesStreams() {
+		if _, err := js.Stream(ctx, name); err != nil {
+			return nil, fmt.Errorf("notices: stream %s (provision first): %w", name, err)
+		}
 	}
 	count, err := cfg.Meters.Meter(scopeName).Int64Counter(metricNotices, metric.WithUnit("{notice}"),
 		metric.WithDescription("Lifecycle notices published, by kind."))
@@ -120,7 +120,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 		return nil, fmt.Errorf("notices: %w", err)
 	}
 	n := &Notifier{
-		cfg: cfg, js: js, store: st, stream: s, count: count, log: log,
+		cfg: cfg, js: js, store: st, count: count, log: log,
 		known: map[string]memo{}, shards: shards, policies: view,
 	}
 	n.coalesce = &function.Coalesce[runResult]{
@@ -377,7 +377,7 @@ const maxConflicts = 5
 func (n *Notifier) deliver(ctx context.Context, e entry, now time.Time) (last *memo, reads, published int, err error) {
 	subject := domain.NoticeSubject(e.key)
 	for range maxConflicts {
-		m, seq, err := n.last(ctx, subject)
+		m, seq, err := n.last(ctx, domain.NoticeStreamOf(e.key), subject)
 		reads++
 		if err != nil {
 			return nil, reads, published, err
@@ -442,11 +442,11 @@ func (n *Notifier) publish(ctx context.Context, subject string, nt domain.Notice
 	return ack.Sequence, false, nil
 }
 
-// last reads what the last notice stored for an entity says, and its stream sequence (0 when
-// none).
-func (n *Notifier) last(ctx context.Context, subject string) (memo, uint64, error) {
-	m, err := n.stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+// last reads what the last notice stored for an entity says (in its cell's stream, from the
+// leader), and its stream sequence (0 when none).
+func (n *Notifier) last(ctx context.Context, stream, subject string) (memo, uint64, error) {
+	m, err := store.LeaderMsg(ctx, n.js, stream, subject)
+	if errors.Is(err, store.ErrNoMessage) {
 		return memo{}, 0, nil
 	}
 	if err != nil {

@@ -103,7 +103,7 @@ func (v *View) notices(ctx context.Context, id string) ([]domain.Notice, int, er
 		return nil, 0, err
 	}
 	last := newRing[domain.Notice](v.cfg.History)
-	err = v.cl.EachStored(ctx, domain.NoticesStream, domain.NoticeSubject(key), func(b []byte, _ uint64) error {
+	err = v.cl.EachStored(ctx, domain.NoticeStreamOf(key), domain.NoticeSubject(key), func(b []byte, _ uint64) error {
 		if n, err := domain.DecodeNotice(b); err == nil {
 			last.add(n)
 		}

@@ -185,8 +185,7 @@ func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testin
 	}
 	// Each entity's last window gets its reminder.
 	testenv.Eventually(t, 30*time.Second, "a reminder of every entity's last window", func() bool {
-		st, err := s.JS.Stream(ctx, domain.NoticesStream)
-		return err == nil && st.CachedInfo().State.Msgs >= uint64(len(ids)+len(ids)/2)
+		return testenv.StoredMsgs(s.JS, domain.NoticesStreams()...) >= uint64(len(ids)+len(ids)/2)
 	})
 
 	mu.Lock()

@@ -84,6 +84,16 @@ const (
 // KVSubjects are the subjects of the records in the cells' buckets.
 var KVSubjects = registry.RecordsSubjects
 
+// readEvents lets a role read the events (the cells', the policies' and campaigns') and the
+// notices.
+func readEvents() []string {
+	out := readStream(domain.EventsStream)
+	for _, s := range slices.Concat(registry.EventsStreams, registry.NoticesStreams) {
+		out = append(out, readStream(s)...)
+	}
+	return out
+}
+
 // readRecords lets a role read every cell's records.
 func readRecords() []string {
 	var out []string
@@ -105,8 +115,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 	case RoleAdmin:
 		pub = slices.Concat(
 			[]string{domain.CommandPrefix + "*", domain.PolicyPrefix + "*"},
-			readRecords(), readStream(domain.EventsStream), readStream(domain.DLQStream),
-			readStream(domain.NoticesStream), readStream(domain.PoliciesBucketStream),
+			readRecords(), readEvents(), readStream(domain.DLQStream), readStream(domain.PoliciesBucketStream),
 			// `maintctl dlq replay` deletes the dead letter it sent through again; a webhook
 			// delivery's goes back to its subscription through MAINT_WEBHOOK.
 			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream, domain.WebhookReplayPrefix + ">"},
@@ -117,7 +126,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		// Reads too: client.Send waits for the outcome event and reads the record.
 		pub = slices.Concat(
 			[]string{domain.CommandPrefix + "*"},
-			readRecords(), readStream(domain.EventsStream), readStream(domain.NoticesStream),
+			readRecords(), readEvents(),
 		)
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleCampaign:
@@ -199,7 +208,7 @@ func readStream(s string) []string {
 
 // reads are a reader's: records, outcome events, notices and policies.
 func reads() []string {
-	return slices.Concat(readRecords(), readStream(domain.EventsStream), readStream(domain.NoticesStream), readStream(domain.PoliciesBucketStream))
+	return slices.Concat(readRecords(), readEvents(), readStream(domain.PoliciesBucketStream))
 }
 
 // getOnly lets a role read single messages of a stream, without consumers of its own.
@@ -290,7 +299,6 @@ var adminPlane = []string{
 	// left out: an admin removes the one it replays.)
 	api + "STREAM.MSG.DELETE." + domain.CommandsStream,
 	api + "STREAM.MSG.DELETE." + domain.EventsStream,
-	api + "STREAM.MSG.DELETE." + domain.NoticesStream,
 	api + "STREAM.MSG.DELETE." + domain.ScheduleStream,
 	api + "STREAM.MSG.DELETE." + domain.PoliciesStream,
 	api + "STREAM.MSG.DELETE." + domain.PoliciesBucketStream,
@@ -311,8 +319,8 @@ func unpins(r Role) bool {
 // denied is the explicit publish deny list of a non-operator role.
 func denied(r Role) []string {
 	d := slices.Clone(adminPlane)
-	for _, s := range registry.RecordsStreams {
-		d = append(d, api+"STREAM.MSG.DELETE."+s) // a record, like the audit trail's messages
+	for _, s := range slices.Concat(registry.RecordsStreams, registry.EventsStreams, registry.NoticesStreams) {
+		d = append(d, api+"STREAM.MSG.DELETE."+s) // a record, an event, a notice
 	}
 	if unpins(r) {
 		// A function replica that stops releases the consumers pinned to it (the allow list

@@ -217,8 +217,10 @@ func TestRun_WebhookFeedOnlyWhenAsked(t *testing.T) {
 	for _, s := range feed.CachedInfo().Config.Sources {
 		sources = append(sources, s.Name)
 	}
-	if !slices.Contains(sources, domain.EventsStream) || !slices.Contains(sources, domain.NoticesStream) {
-		t.Errorf("the feed sources %v, want the events and the notices", sources)
+	for _, want := range slices.Concat([]string{domain.EventsStream}, domain.EventsStreams(), domain.NoticesStreams()) {
+		if !slices.Contains(sources, want) {
+			t.Errorf("the feed sources %v, want the events and the notices of every cell (%s missing)", sources, want)
+		}
 	}
 
 	cfg.Webhooks = false
@@ -316,8 +318,15 @@ func TestRun_WebhookFeedOnExistingDataCopiesFromItsCreation(t *testing.T) {
 	for _, s := range feed.CachedInfo().Config.Sources {
 		starts[s.Name] = s.OptStartSeq
 	}
-	if starts[domain.EventsStream] != 51 || starts[domain.NoticesStream] != 51 {
-		t.Errorf("sources start at %v, want each at 51 (after the 50 stored)", starts)
+	// Each source starts after what its cell held: the 50 old ones spread over the cells.
+	held := map[domain.Cell]uint64{}
+	for i := range 50 {
+		held[domain.CellOf(fmt.Sprintf("k%d", i))]++
+	}
+	for _, c := range domain.AllCells() {
+		if starts[c.EventsStream()] != held[c]+1 || starts[c.NoticesStream()] != held[c]+1 {
+			t.Errorf("cell %d: sources start at %d and %d, want %d (after the %d stored)", c, starts[c.EventsStream()], starts[c.NoticesStream()], held[c]+1, held[c])
+		}
 	}
 	rep, err := provision.Run(ctx, env.JS, cfg)
 	if err != nil || rep.Changed() {

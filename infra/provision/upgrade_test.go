@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/infra/provision"
@@ -163,8 +164,35 @@ func TestRun_RecordsOfTheFirstLayoutMoveIntoTheCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	want[newer] = r
-	if _, err := env.JS.Publish(ctx, domain.EventSubject(newer), []byte(`{"commandId":"history","outcome":"applied"}`)); err != nil {
+	// The events and notices of the first layout: maint.evt.<key> in MAINT_EVENTS,
+	// maint.notice.<key> in MAINT_NOTICES.
+	evs, err := env.JS.Stream(ctx, domain.EventsStream)
+	if err != nil {
 		t.Fatal(err)
+	}
+	evCfg := evs.CachedInfo().Config
+	evCfg.Subjects = append(evCfg.Subjects, domain.EventPrefix+"*")
+	if _, err := env.JS.UpdateStream(ctx, evCfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: domain.NoticesStream, Subjects: []string{domain.NoticePrefix + "*"}}); err != nil {
+		t.Fatal(err)
+	}
+	oldKeys := []string{newer, gone, domain.MustKey("/subscriptions/s0/resourceGroups/rg0/providers/p/c/c000")}
+	for i, key := range oldKeys {
+		for j := range 3 {
+			m := nats.NewMsg(domain.EventPrefix + key)
+			m.Header.Set(domain.HeaderMsgID, fmt.Sprintf("old-%d-%d", i, j))
+			m.Data = []byte(fmt.Sprintf(`{"commandId":"old-%d-%d","outcome":"applied"}`, i, j))
+			if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := nats.NewMsg(domain.NoticePrefix + key)
+		m.Data = []byte(fmt.Sprintf(`{"noticeId":"n-%d","kind":"reminder"}`, i))
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	rep, err := provision.Run(ctx, env.JS, provision.Config{})
@@ -188,8 +216,28 @@ func TestRun_RecordsOfTheFirstLayoutMoveIntoTheCells(t *testing.T) {
 	if _, err := env.JS.Stream(ctx, "KV_"+domain.Bucket); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Errorf("the old bucket is still there (%v)", err)
 	}
-	if evs := testenv.Events(t, env.JS, domain.EventPrefix+">"); len(evs) == 0 {
-		t.Error("the events are gone")
+	// Every event and notice moved into its cell under the new subject, in order; the old
+	// subjects hold nothing, MAINT_NOTICES is gone and MAINT_EVENTS keeps the rest.
+	for i, key := range oldKeys {
+		got := testenv.Events(t, env.JS, domain.EventSubject(key))
+		if len(got) != 3 || got[0].CommandID != fmt.Sprintf("old-%d-0", i) || got[2].CommandID != fmt.Sprintf("old-%d-2", i) {
+			t.Errorf("%s: events %+v, want its 3 in order", key, got)
+		}
+		n := 0
+		testenv.ReadStream(t, env.JS, domain.NoticeStreamOf(key), func(m jetstream.Msg) {
+			if m.Subject() == domain.NoticeSubject(key) {
+				n++
+			}
+		})
+		if n != 1 {
+			t.Errorf("%s: %d notices in its cell, want 1", key, n)
+		}
+	}
+	if _, err := env.JS.Stream(ctx, domain.NoticesStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("MAINT_NOTICES is still there (%v)", err)
+	}
+	if evs, err := env.JS.Stream(ctx, domain.EventsStream); err != nil || evs.CachedInfo().State.Msgs != 0 || slices.Contains(evs.CachedInfo().Config.Subjects, domain.EventPrefix+"*") {
+		t.Errorf("MAINT_EVENTS after the move: %v, %+v", err, evs.CachedInfo())
 	}
 	rep, err = provision.Run(ctx, env.JS, provision.Config{})
 	if err != nil || rep.Changed() {

@@ -33,12 +33,12 @@ func commandFunction() Function {
 		Consumers: commandConsumers,
 		Serves:    []Serve{{Stream: domain.CommandsStream, Consumer: "*", Prefix: domain.CommandConsumerPrefix, Pinned: true}},
 		Access: Access{
-			Publish: append([]string{domain.EventPrefix + "*", domain.DLQPrefix + "*"}, RecordsSubjects...),
+			Publish: append([]string{domain.AllEventsFilter, domain.DLQPrefix + "*"}, RecordsSubjects...),
 			// Its view of the policies: every revision the bucket keeps, followed live.
 			Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...),
 			// A redelivered command checks whether its outcome is already out (the last event of
 			// its entity).
-			Get: []string{domain.EventsStream},
+			Get: EventsStreams,
 			// It finds the partition consumers that provisioning created.
 			API: []string{"$JS.API.CONSUMER.NAMES." + domain.CommandsStream},
 		},
@@ -264,7 +264,7 @@ func noticesFunction() Function {
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.NoticesShardPrefix, Pinned: true}},
 		// It scans the bucket, follows the policies (the conflict notices) and reads the last
 		// notice of an entity; it finds its shard consumers.
-		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: []string{domain.ScheduleStream, domain.NoticesStream},
+		Access: Access{Publish: []string{domain.AllNoticesFilter}, Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: append([]string{domain.ScheduleStream}, NoticesStreams...),
 			API: []string{scheduleConsumerNames}},
 		Flags: noticesFlags,
 	}

@@ -112,6 +112,9 @@ type Access struct {
 var (
 	RecordsStreams  = recordsStreams()
 	RecordsSubjects = recordsSubjects()
+	// The cells' streams of entity events and of notices.
+	EventsStreams  = domain.EventsStreams()
+	NoticesStreams = domain.NoticesStreams()
 )
 
 func recordsStreams() []string {

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +31,7 @@ func webFunction() Function {
 		Drain: 5 * time.Second,
 		// It follows the records, the policies and the campaigns' buckets, and reads the events
 		// (an entity's history, a campaign's lifecycle) and the notices.
-		Access: Access{Read: append([]string{domain.EventsStream, domain.NoticesStream, domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}, RecordsStreams...)},
+		Access: Access{Read: slices.Concat([]string{domain.EventsStream, domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}, RecordsStreams, EventsStreams, NoticesStreams)},
 		Flags:  webFlags,
 	}
 }

@@ -77,21 +77,34 @@ type liveMsg struct {
 
 // Timeline starts a timeline. Stop it when done.
 func (c *Client) Timeline(ctx context.Context, o TimelineOptions) (*Timeline, error) {
-	evSubject, err := eventFilter(o.ResourceID)
+	evs, err := eventSources(o.ResourceID)
 	if err != nil {
 		return nil, err
 	}
-	ntSubject, _ := noticeFilter(o.ResourceID)
+	nts, _ := noticeSources(o.ResourceID)
+	return c.timeline(ctx, o, decoding(evs, decodeEventItem), decoding(nts, decodeNoticeItem))
+}
+
+// timelineSource is a source of a timeline and how its messages read.
+type timelineSource struct {
+	source
+	decode func([]byte, uint64) (TimelineItem, error)
+}
+
+func decoding(srcs []source, decode func([]byte, uint64) (TimelineItem, error)) []timelineSource {
+	out := make([]timelineSource, len(srcs))
+	for i, s := range srcs {
+		out[i] = timelineSource{s, decode}
+	}
+	return out
+}
+
+// timeline starts a timeline of the sources, the earlier first when stored at the same time.
+func (c *Client) timeline(ctx context.Context, o TimelineOptions, sources ...[]timelineSource) (*Timeline, error) {
 	stopped, stop := context.WithCancel(context.Background())
 	t := &Timeline{c: c, noFollow: o.NoFollow, live: make(chan liveMsg), stop: stop, stopped: stopped}
-	for _, s := range []struct {
-		stream, subject string
-		decode          func([]byte, uint64) (TimelineItem, error)
-	}{
-		{domain.EventsStream, evSubject, decodeEventItem},
-		{domain.NoticesStream, ntSubject, decodeNoticeItem},
-	} {
-		cur, err := c.openCursor(ctx, s.stream, s.subject, o.Since)
+	for _, s := range slices.Concat(sources...) {
+		cur, err := c.openCursor(ctx, s.stream, s.filter, o.Since)
 		if err != nil {
 			t.Stop()
 			return nil, err

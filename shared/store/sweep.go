@@ -54,33 +54,15 @@ func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, kee
 	if start < 0 {
 		start, fromSeq = 0, 0
 	}
-	infos := map[domain.Cell]*jetstream.StreamInfo{}
-	for _, c := range cells {
-		stream, err := s.js.Stream(ctx, c.RecordsStream())
-		if err != nil {
-			return st, fmt.Errorf("sweep %s: %w", c.RecordsBucket(), err)
-		}
-		infos[c] = stream.CachedInfo()
-		st.Total += int(infos[c].State.Msgs)
+	infos, err := s.cellInfos(ctx, cells)
+	if err != nil {
+		return st, err
 	}
-	sw := &sweep{s: s, keep: keep, fn: fn, stats: &st}
-	read := func(c domain.Cell, lo, hi uint64) error {
-		info := infos[c]
-		if info.State.Msgs == 0 {
-			return nil
-		}
-		last := info.State.LastSeq
-		if hi == 0 || hi > last+1 {
-			hi = last + 1
-		}
-		if lo < info.State.FirstSeq {
-			lo = info.State.FirstSeq
-		}
-		if lo >= hi {
-			return nil
-		}
-		return sw.read(ctx, c, lo, func(seq uint64) bool { return seq < hi }, false)
+	for _, info := range infos {
+		st.Total += int(info.State.Msgs)
 	}
+	sw := &sweep{s: s, keep: keep, fn: fn, stats: &st, infos: infos}
+	read := func(c domain.Cell, lo, hi uint64) error { return sw.readPart(ctx, c, lo, hi) }
 	c0 := cells[start]
 	if info := infos[c0]; fromSeq <= info.State.FirstSeq || fromSeq > info.State.LastSeq {
 		fromSeq = 0
@@ -111,9 +93,40 @@ func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, kee
 	return st, nil
 }
 
+// cellInfos reads the state of the cells' buckets.
+func (s *Store) cellInfos(ctx context.Context, cells []domain.Cell) (map[domain.Cell]*jetstream.StreamInfo, error) {
+	infos := map[domain.Cell]*jetstream.StreamInfo{}
+	for _, c := range cells {
+		stream, err := s.js.Stream(ctx, c.RecordsStream())
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s: %w", c.RecordsBucket(), err)
+		}
+		infos[c] = stream.CachedInfo()
+	}
+	return infos, nil
+}
+
+// readPart reads the cell's records of sequences lo ≤ seq < hi as the cell was when the sweep
+// started (hi 0: to its end then).
+func (sw *sweep) readPart(ctx context.Context, c domain.Cell, lo, hi uint64) error {
+	info := sw.infos[c]
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	if last := info.State.LastSeq; hi == 0 || hi > last+1 {
+		hi = last + 1
+	}
+	lo = max(lo, info.State.FirstSeq)
+	if lo >= hi {
+		return nil
+	}
+	return sw.read(ctx, c, lo, func(seq uint64) bool { return seq < hi }, false)
+}
+
 // sweep is one Sweep under way.
 type sweep struct {
 	s     *Store
+	infos map[domain.Cell]*jetstream.StreamInfo
 	keep  func(string, uint64) bool
 	fn    func(Entry, error) error
 	stats *SweepStats

@@ -102,7 +102,7 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 	deadline := time.Now().Add(in.Wait)
 	for {
 		byID = map[string][]event{}
-		ReadStream(t, js, domain.EventsStream, func(m jetstream.Msg) {
+		ReadEntityEvents(t, js, func(m jetstream.Msg) {
 			ev, err := domain.DecodeEvent(m.Data())
 			if err != nil || !in.Ours(ev.CommandID) {
 				return
