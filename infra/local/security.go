@@ -113,9 +113,10 @@ func LoadSecurity(f SecurityFiles) (*Security, error) {
 
 // UserEntry is one entry of the --users file (natsconf.User as JSON).
 type UserEntry struct {
-	Name string        `json:"name"`
-	Role natsconf.Role `json:"role"`
-	Nkey string        `json:"nkey"`
+	Name   string        `json:"name"`
+	Role   natsconf.Role `json:"role"`
+	Nkey   string        `json:"nkey"`
+	Scopes []string      `json:"scopes,omitempty"`
 }
 
 // readUsers reads a --users file: the users with their public keys (never a seed).

@@ -650,8 +650,11 @@ is instead: its cell's bucket and its key there (<subscription>.<resource group>
 				keys = append(keys, k)
 			}
 			doc := func(i int) map[string]string {
-				return map[string]string{"resourceId": args[i], "key": keys[i],
-					"bucket": domain.CellOf(keys[i]).RecordsBucket(), "recordKey": domain.Located(keys[i])}
+				k := keys[i]
+				return map[string]string{"resourceId": args[i], "key": k,
+					"bucket": domain.CellOf(k).RecordsBucket(), "recordKey": domain.Located(k),
+					"eventsStream": domain.EventStreamOf(k), "eventSubject": domain.EventSubject(k),
+					"noticesStream": domain.NoticeStreamOf(k), "noticeSubject": domain.NoticeSubject(k)}
 			}
 			if a.json() {
 				if len(keys) == 1 {

@@ -72,7 +72,7 @@ func (n *newest[T]) page() Page[T] {
 
 // Events reads the outcome events that f selects, oldest first, in one streaming pass.
 func (c *Client) Events(ctx context.Context, f StreamFilter) (Page[StoredEvent], error) {
-	srcs, err := eventSources(f.ResourceID)
+	srcs, err := c.eventSources(f.ResourceID)
 	if err != nil {
 		return Page[StoredEvent]{}, err
 	}
@@ -88,7 +88,7 @@ func (c *Client) Events(ctx context.Context, f StreamFilter) (Page[StoredEvent],
 // cells' events streams, oldest first, in one streaming pass; fn's error stops it. An event
 // that does not decode is skipped with a warning.
 func (c *Client) EachEvent(ctx context.Context, resourceID string, fn func(StoredEvent) error) error {
-	srcs, err := eventSources(resourceID)
+	srcs, err := c.eventSources(resourceID)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ type WatchOptions struct {
 // Watch starts watching outcome events. Events published after Watch returns are delivered;
 // it survives reconnects without losing or repeating events (an ordered consumer per cell).
 func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
-	srcs, err := eventSources(o.ResourceID)
+	srcs, err := c.eventSources(o.ResourceID)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ type StoredNotice struct {
 // Notices returns every lifecycle notice of resourceID ("" for every entity) kept in
 // MAINT_NOTICES, oldest first.
 func (c *Client) Notices(ctx context.Context, resourceID string) ([]domain.Notice, error) {
-	srcs, err := noticeSources(resourceID)
+	srcs, err := c.noticeSources(resourceID)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ type NoticeFilter struct {
 
 // NoticesWhere reads the notices that f selects, oldest first, in one streaming pass.
 func (c *Client) NoticesWhere(ctx context.Context, f NoticeFilter) (Page[StoredNotice], error) {
-	srcs, err := noticeSources(f.ResourceID)
+	srcs, err := c.noticeSources(f.ResourceID)
 	if err != nil {
 		return Page[StoredNotice]{}, err
 	}
@@ -74,7 +74,7 @@ type NoticeWatcher struct{ t *Timeline }
 
 // WatchNotices starts watching lifecycle notices, as Watch does outcome events.
 func (c *Client) WatchNotices(ctx context.Context, o WatchOptions) (*NoticeWatcher, error) {
-	srcs, err := noticeSources(o.ResourceID)
+	srcs, err := c.noticeSources(o.ResourceID)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/store"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // Result is what became of a sent command.

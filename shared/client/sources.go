@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,26 +14,31 @@ import (
 // source is what a read takes from one stream: its messages under filter.
 type source struct{ stream, filter string }
 
-// eventSources are where the outcome events of resourceID are ("" for every entity: every
-// cell's stream).
-func eventSources(resourceID string) ([]source, error) {
-	return cellSources(resourceID, domain.EventStreamOf, domain.EventSubject, func(c domain.Cell) source {
-		return source{c.EventsStream(), c.EventsSubjects()}
-	})
+// eventSources are where the outcome events of resourceID are ("" for every entity, of the
+// client's scopes if it has any: every cell's stream, filtered on them).
+func (c *Client) eventSources(resourceID string) ([]source, error) {
+	return c.cellSources(resourceID, domain.EventPrefix, domain.EventStreamOf, domain.EventSubject, domain.Cell.EventsStream)
 }
 
 // noticeSources are where the notices of resourceID are ("" for every entity).
-func noticeSources(resourceID string) ([]source, error) {
-	return cellSources(resourceID, domain.NoticeStreamOf, domain.NoticeSubject, func(c domain.Cell) source {
-		return source{c.NoticesStream(), c.NoticesSubjects()}
-	})
+func (c *Client) noticeSources(resourceID string) ([]source, error) {
+	return c.cellSources(resourceID, domain.NoticePrefix, domain.NoticeStreamOf, domain.NoticeSubject, domain.Cell.NoticesStream)
 }
 
-func cellSources(resourceID string, stream, subject func(string) string, whole func(domain.Cell) source) ([]source, error) {
+func (c *Client) cellSources(resourceID, prefix string, stream, subject func(string) string, cellStream func(domain.Cell) string) ([]source, error) {
 	if resourceID == "" {
+		scopes := []domain.Prefix{{}}
+		if len(c.scopes) > 0 {
+			scopes = scopes[:0]
+			for _, s := range c.scopes {
+				scopes = append(scopes, s.Prefix)
+			}
+		}
 		var out []source
-		for _, c := range domain.AllCells() {
-			out = append(out, whole(c))
+		for _, cell := range domain.AllCells() {
+			for _, p := range scopes {
+				out = append(out, source{cellStream(cell), cell.ScopeFilter(prefix, p)})
+			}
 		}
 		return out, nil
 	}
@@ -40,7 +46,19 @@ func cellSources(resourceID string, stream, subject func(string) string, whole f
 	if err != nil {
 		return nil, err
 	}
+	if err := c.permits(resourceID, key); err != nil {
+		return nil, err
+	}
 	return []source{{stream(key), subject(key)}}, nil
+}
+
+// permits fails with ErrNotPermitted for an entity outside the client's scopes (when it has
+// any): the server would refuse the read.
+func (c *Client) permits(resourceID, key string) error {
+	if len(c.scopes) > 0 && !slices.ContainsFunc(c.scopes, func(s domain.Scope) bool { return s.Covers(key) }) {
+		return fmt.Errorf("%w: %s is outside your scopes", ErrNotPermitted, resourceID)
+	}
+	return nil
 }
 
 // eachStoredIn calls fn with every message of the sources (stored since then, when since is

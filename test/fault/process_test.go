@@ -322,7 +322,7 @@ func waitOutcome(t *testing.T, js jetstream.JetStream, resourceID string, timeou
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if len(testenv.Events(t, js, domain.EventPrefix+domain.MustKey(resourceID))) > 0 {
+		if len(testenv.Events(t, js, domain.EventSubject(domain.MustKey(resourceID)))) > 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
