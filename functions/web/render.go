@@ -93,7 +93,9 @@ func negotiate(r *http.Request) format {
 func (v *View) html(w http.ResponseWriter, r *http.Request, status int, name string, l layout) {
 	l.At, l.Seq = v.cfg.Now().UTC(), v.live.seq.Load()
 	if c := viewer(r); c != nil {
-		l.Viewer = c.Name
+		// The count of changes is the whole fleet's: a customer is not told it, and its live
+		// page refreshes once as its stream opens instead.
+		l.Viewer, l.Seq = c.Name, 0
 	}
 	var b bytes.Buffer
 	if err := v.pages.sets[name].ExecuteTemplate(&b, "layout.html", l); err != nil {
