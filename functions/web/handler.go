@@ -120,8 +120,8 @@ func (v *View) signinPage(w http.ResponseWriter, r *http.Request) {
 	v.html(w, r, http.StatusOK, "signin", layout{Title: "Sign in", Body: signinForm{Next: localPath(r.URL.Query().Get("next"))}})
 }
 
-// signin checks the token a person pasted (the operator's or a customer's) and keeps it in a cookie that only this view
-// reads (HttpOnly, SameSite=Strict; Secure over TLS).
+// signin checks the token a person pasted (the operator's or a customer's) and keeps it in a
+// cookie that only this view reads (HttpOnly, SameSite=Strict; Secure over TLS).
 func (v *View) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	next := localPath(r.PostFormValue("next"))
