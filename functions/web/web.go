@@ -124,7 +124,7 @@ func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 	if v.cfg.tls != nil {
 		scheme = "https"
 	}
-	v.log.Info("web view listening", "url", scheme+"://"+ln.Addr().String(), "token", v.cfg.token != "", "client_certificates", v.cfg.ClientCA != "")
+	v.log.Info("web view listening", "url", scheme+"://"+ln.Addr().String(), "token", v.cfg.TokenFile != "", "customer_tokens", v.cfg.tokens.customers(), "client_certificates", v.cfg.ClientCA != "")
 	errc := make(chan error, 1)
 	go func() {
 		if v.cfg.tls != nil {
@@ -244,12 +244,14 @@ func (v *View) applyRecords(batch []change) {
 	for i, c := range batch {
 		keys[i] = c.key
 	}
-	v.live.publish(topic{kind: topicFleet})
+	v.live.publishKeys(topicFleet, keys)
 	v.live.publishKeys(topicEntity, keys)
 }
 
 func (v *View) applyPolicies(batch []change) {
+	scopes := make([]string, 0, len(batch))
 	for _, c := range batch {
+		scopes = append(scopes, c.key)
 		if c.deleted {
 			v.fleet.setPolicy(c.key, nil)
 			continue
@@ -263,8 +265,10 @@ func (v *View) applyPolicies(batch []change) {
 		v.fleet.setPolicy(c.key, &fleet.InForce{Policy: p, Since: c.at})
 	}
 	if v.loaded.Load() {
-		v.live.publish(topic{kind: topicFleet})
-		v.live.publish(topic{kind: topicEntity})
+		// A policy changes the conflicts of the entities its scope covers, and what their
+		// pages show.
+		v.live.publishKeys(topicFleet, scopes)
+		v.live.publishUnder(topicEntity, scopes)
 	}
 }
 

@@ -38,8 +38,9 @@ func webFunction() Function {
 
 func webFlags(fs *pflag.FlagSet) Instance {
 	var cfg web.Config
-	fs.StringVar(&cfg.Listen, "web-listen", web.DefaultListen, `host:port of the web view ("" for none); beyond loopback it needs --web-token-file or --web-client-ca`)
+	fs.StringVar(&cfg.Listen, "web-listen", web.DefaultListen, `host:port of the web view ("" for none); beyond loopback it needs --web-token-file, --web-tokens or --web-client-ca`)
 	fs.StringVar(&cfg.TokenFile, "web-token-file", "", "file holding the bearer token every request to the web view must carry (at least 16 characters)")
+	fs.StringVar(&cfg.TokensFile, "web-tokens", "", `file of customer tokens for the web view, a JSON array [{"name","token","scopes":["/subscriptions/<id>"]}]: each holder sees the entities of its scopes only`)
 	fs.StringVar(&cfg.TLSCert, "web-tls-cert", "", "certificate (PEM) the web view serves HTTPS with")
 	fs.StringVar(&cfg.TLSKey, "web-tls-key", "", "key (PEM) of --web-tls-cert")
 	fs.StringVar(&cfg.ClientCA, "web-client-ca", "", "authorities (PEM) whose client certificates the web view requires (with --web-tls-cert)")
@@ -56,6 +57,9 @@ func webFlags(fs *pflag.FlagSet) Instance {
 				return nil
 			}
 			if err := web.Check(cfg); err != nil {
+				if errors.Is(err, web.ErrInvalidTokens) {
+					return fmt.Errorf("--web-tokens: %w", err)
+				}
 				return fmt.Errorf("--web-listen %s: %w", cfg.Listen, err)
 			}
 			var err error
