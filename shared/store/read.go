@@ -51,9 +51,10 @@ func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 //
 // An empty answer while the consumer still counts messages pending (an ordered consumer being
 // recreated, a reply that came before the messages) is not the end: the next fetch waits for
-// them, a second at most each time.
+// them, a second at most each time. So is a consumer that has no server answering yet: in a
+// cluster a new consumer may take a moment to be served where it was placed.
 func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(jetstream.Msg, uint64) error) error {
-	wait := false
+	wait, unanswered := false, 0
 	for ctx.Err() == nil {
 		var batch jetstream.MessageBatch
 		var err error
@@ -61,6 +62,14 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 			batch, err = cons.Fetch(4096, jetstream.FetchMaxWait(time.Second))
 		} else {
 			batch, err = cons.FetchNoWait(4096)
+		}
+		if errors.Is(err, nats.ErrNoResponders) && unanswered < maxUnanswered {
+			unanswered++
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
@@ -100,6 +109,9 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 	}
 	return ctx.Err()
 }
+
+// maxUnanswered bounds the fetches a read retries while its consumer is not served yet.
+const maxUnanswered = 40
 
 // ErrNoMessage is returned by LastMsg when the stream holds no message on the subject.
 var ErrNoMessage = errors.New("no message on the subject")
