@@ -226,6 +226,7 @@ func shardLines(out io.Writer, sh shardFigures) {
 	fmt.Fprintf(out, "s emitter_1m %.2f\n", sh.one.wall.Seconds())
 	fmt.Fprintf(out, "ratio emitter_1m_deadline %.2f\n", sh.ratioDeadline())
 	fmt.Fprintf(out, "ratio emitter_shards_2 %.2f\n", sh.ratioPair())
+	fmt.Fprintf(out, "ratio emitter_shards_4 %.2f\n", sh.ratioFour())
 	fmt.Fprintf(out, "ratio emitter_points %.2f\n", sh.ratioPoints())
 	fmt.Fprintf(out, "s notices_1m %.2f\n", sh.notices.wall.Seconds())
 }
