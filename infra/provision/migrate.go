@@ -24,15 +24,11 @@ import (
 func migrateRecords(ctx context.Context, js jetstream.JetStream) Change {
 	const old = "KV_" + domain.Bucket
 	ch := Change{Kind: "migrate", Name: domain.Bucket + " -> cells"}
-	s, err := js.Stream(ctx, old)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		ch.Action = Unchanged
+	s, done := firstLayout(ctx, js, old, &ch)
+	if done {
 		return ch
 	}
-	if err != nil {
-		ch.Action, ch.Err = Failed, err
-		return ch
-	}
+	var err error
 	kvs := map[domain.Cell]jetstream.KeyValue{}
 	for _, c := range domain.AllCells() {
 		if kvs[c], err = js.KeyValue(ctx, c.RecordsBucket()); err != nil {
@@ -77,6 +73,21 @@ func migrateRecords(ctx context.Context, js jetstream.JetStream) Change {
 		ch.Fields = append(ch.Fields, fmt.Sprintf("%d already there", kept))
 	}
 	return ch
+}
+
+// firstLayout finds a stream of the first layout; done (ch says how) when there is none, or it
+// cannot be read.
+func firstLayout(ctx context.Context, js jetstream.JetStream, name string, ch *Change) (jetstream.Stream, bool) {
+	s, err := js.Stream(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		ch.Action = Unchanged
+		return nil, true
+	case err != nil:
+		ch.Action, ch.Err = Failed, err
+		return nil, true
+	}
+	return s, false
 }
 
 // migrateEvents moves the entities' events of the first layout (maint.evt.<key> in
@@ -146,15 +157,11 @@ const moveChunk = 1024
 // A stream that does not exist, or no longer holds the filter, has nothing to move.
 func moveStream(ctx context.Context, js jetstream.JetStream, stream, filter string, subjectOf func(string) string, drop bool) Change {
 	ch := Change{Kind: "migrate", Name: stream + " -> cells"}
-	s, err := js.Stream(ctx, stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		ch.Action = Unchanged
+	s, done := firstLayout(ctx, js, stream, &ch)
+	if done {
 		return ch
 	}
-	if err != nil {
-		ch.Action, ch.Err = Failed, err
-		return ch
-	}
+	var err error
 	if !slices.Contains(s.CachedInfo().Config.Subjects, filter) {
 		ch.Action = Unchanged
 		return ch
