@@ -186,63 +186,9 @@ func (x *index) page(q Query, now time.Time) Page {
 	var got []*entry
 	var p Page
 	if q.Before != "" && q.After == "" {
-		// Down from Before, span by span, the last span first.
-		for i := len(spans) - 1; i >= 0 && len(got) <= q.Limit; i-- {
-			s := spans[i]
-			if s.lo >= q.Before {
-				continue
-			}
-			top := q.Before
-			if s.hi != "" && s.hi < top {
-				top = s.hi
-			}
-			t.Descend(&entry{key: top}, func(e *entry) bool {
-				if e.key >= top {
-					return true // the cursor's own key, or the end of the span
-				}
-				if e.key < s.lo {
-					return false
-				}
-				got = append(got, e)
-				return len(got) <= q.Limit
-			})
-		}
-		if len(got) > q.Limit {
-			got = got[:q.Limit]
-			p.Prev = got[len(got)-1].key
-		}
-		slices.Reverse(got)
-		if len(got) > 0 {
-			p.Next = got[len(got)-1].key
-		}
+		got, p = pageBefore(t, spans, q)
 	} else {
-		from := ""
-		if q.After != "" {
-			from = q.After + "\x00"
-		}
-		for _, s := range spans {
-			if len(got) > q.Limit {
-				break
-			}
-			lo := max(s.lo, from)
-			if s.hi != "" && lo >= s.hi {
-				continue
-			}
-			t.Ascend(&entry{key: lo}, func(e *entry) bool {
-				if !s.holds(e.key) {
-					return false
-				}
-				got = append(got, e)
-				return len(got) <= q.Limit
-			})
-		}
-		if len(got) > q.Limit {
-			got = got[:q.Limit]
-			p.Next = got[len(got)-1].key
-		}
-		if q.After != "" && len(got) > 0 && countBefore(t, spans, got[0].key) > 0 {
-			p.Prev = got[0].key
-		}
+		got, p = pageAfter(t, spans, q)
 	}
 	p.Rows = make([]fleet.Record, len(got))
 	for i, e := range got {
@@ -250,6 +196,76 @@ func (x *index) page(q Query, now time.Time) Page {
 	}
 	p.Matches = countIn(t, spans)
 	return p
+}
+
+// pageBefore is the page that ends before q.Before: down from it, span by span, the last
+// span first.
+func pageBefore(t *btree.BTreeG[*entry], spans []span, q Query) ([]*entry, Page) {
+	var got []*entry
+	var p Page
+	for i := len(spans) - 1; i >= 0 && len(got) <= q.Limit; i-- {
+		s := spans[i]
+		if s.lo >= q.Before {
+			continue
+		}
+		top := q.Before
+		if s.hi != "" && s.hi < top {
+			top = s.hi
+		}
+		t.Descend(&entry{key: top}, func(e *entry) bool {
+			if e.key >= top {
+				return true // the cursor's own key, or the end of the span
+			}
+			if e.key < s.lo {
+				return false
+			}
+			got = append(got, e)
+			return len(got) <= q.Limit
+		})
+	}
+	if len(got) > q.Limit {
+		got = got[:q.Limit]
+		p.Prev = got[len(got)-1].key
+	}
+	slices.Reverse(got)
+	if len(got) > 0 {
+		p.Next = got[len(got)-1].key
+	}
+	return got, p
+}
+
+// pageAfter is the page that starts after q.After (at the start without it).
+func pageAfter(t *btree.BTreeG[*entry], spans []span, q Query) ([]*entry, Page) {
+	var got []*entry
+	var p Page
+	from := ""
+	if q.After != "" {
+		from = q.After + "\x00"
+	}
+	for _, s := range spans {
+		if len(got) > q.Limit {
+			break
+		}
+		lo := max(s.lo, from)
+		if s.hi != "" && lo >= s.hi {
+			continue
+		}
+		t.Ascend(&entry{key: lo}, func(e *entry) bool {
+			if !s.holds(e.key) {
+				return false
+			}
+			got = append(got, e)
+			return len(got) <= q.Limit
+		})
+	}
+	if len(got) > q.Limit {
+		got = got[:q.Limit]
+		p.Next = got[len(got)-1].key
+	}
+	if q.After != "" && len(got) > 0 && countBefore(t, spans, got[0].key) > 0 {
+		p.Prev = got[0].key
+	}
+	return got, p
 }
 
 // countBefore is the number of keys of t in the spans before key.

@@ -61,6 +61,18 @@ func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 // cluster a new consumer may take a moment to be served where it was placed.
 func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(jetstream.Msg, uint64) error) error {
 	wait, unanswered := false, 0
+	// notServed says whether err is a consumer not served yet, and waits a little if so.
+	notServed := func(err error) bool {
+		if !errors.Is(err, nats.ErrNoResponders) || unanswered >= maxUnanswered {
+			return false
+		}
+		unanswered++
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return true
+	}
 	for ctx.Err() == nil {
 		var batch jetstream.MessageBatch
 		var err error
@@ -69,39 +81,27 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 		} else {
 			batch, err = cons.FetchNoWait(4096)
 		}
-		if errors.Is(err, nats.ErrNoResponders) && unanswered < maxUnanswered {
-			unanswered++
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-ctx.Done():
-			}
+		if notServed(err) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return fmt.Errorf("read: %w", err)
-			}
-			if until > 0 && md.Sequence.Stream > until {
-				return nil
-			}
-			if err := fn(m, md.Sequence.Stream); err != nil {
-				return err
-			}
-			if md.NumPending == 0 || until > 0 && md.Sequence.Stream == until {
-				return nil
-			}
+		n, done, err := drainBatch(batch, until, fn)
+		if done || err != nil {
+			return err
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			if n == 0 && notServed(err) {
+				continue
+			}
 			return fmt.Errorf("read: %w", err)
 		}
 		if n == 0 {
 			info, err := cons.Info(ctx)
+			if notServed(err) {
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("read: %w", err)
 			}
@@ -114,6 +114,28 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 		wait = false
 	}
 	return ctx.Err()
+}
+
+// drainBatch hands the messages of one fetch to fn; done when the read is over (nothing
+// pending, or until reached).
+func drainBatch(batch jetstream.MessageBatch, until uint64, fn func(jetstream.Msg, uint64) error) (n int, done bool, err error) {
+	for m := range batch.Messages() {
+		n++
+		md, err := m.Metadata()
+		if err != nil {
+			return n, true, fmt.Errorf("read: %w", err)
+		}
+		if until > 0 && md.Sequence.Stream > until {
+			return n, true, nil
+		}
+		if err := fn(m, md.Sequence.Stream); err != nil {
+			return n, true, err
+		}
+		if md.NumPending == 0 || until > 0 && md.Sequence.Stream == until {
+			return n, true, nil
+		}
+	}
+	return n, false, nil
 }
 
 // maxUnanswered bounds the fetches a read retries while its consumer is not served yet.
