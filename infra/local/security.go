@@ -116,6 +116,8 @@ type UserEntry struct {
 	Name string        `json:"name"`
 	Role natsconf.Role `json:"role"`
 	Nkey string        `json:"nkey"`
+	// Scopes, for a customer: /subscriptions/<id> or /subscriptions/<id>/resourceGroups/<name>.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // readUsers reads a --users file: the users with their public keys (never a seed).
@@ -126,7 +128,7 @@ func readUsers(path string) ([]natsconf.User, error) {
 	}
 	var entries []UserEntry
 	if err := domain.DecodeKnown(b, &entries); err != nil {
-		return nil, fmt.Errorf(`--users %s: %w (want [{"name":"alice","role":"admin","nkey":"U…"}])`, path, err)
+		return nil, fmt.Errorf(`--users %s: %w (want [{"name":"alice","role":"admin","nkey":"U…"}], a customer with "scopes":["/subscriptions/<id>"])`, path, err)
 	}
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("--users %s lists no user", path)

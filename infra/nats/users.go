@@ -20,6 +20,10 @@ type User struct {
 	// environment variable, "$MAINT_ADMIN_NKEY", which nats-server resolves when it loads the
 	// file.
 	Nkey string
+	// Scopes, for a customer, are the tenants it is confined to: subscriptions or resource
+	// groups (domain.ParseScope). They open the self-service subscriptions of those tenants
+	// to it (CustomerSubscriptions).
+	Scopes []string
 }
 
 // ErrInvalidUser is wrapped by every user validation error.
@@ -55,6 +59,9 @@ func validateUsers(users []User, allowRefs bool) error {
 		case !nkeys.IsValidPublicUserKey(u.Nkey):
 			return fmt.Errorf("%w %s: %q is not a public user nkey (U...)", ErrInvalidUser, u.Name, u.Nkey)
 		}
+		if _, err := parseScopes(u); err != nil {
+			return err
+		}
 		names[u.Name], keys[u.Nkey] = true, true
 	}
 	return nil
@@ -69,7 +76,7 @@ func NkeyUsers(users []User) ([]*server.NkeyUser, error) {
 	}
 	out := make([]*server.NkeyUser, 0, len(users))
 	for _, u := range users {
-		p, err := u.Role.Permissions()
+		p, err := userPermissions(u)
 		if err != nil {
 			return nil, err
 		}
