@@ -243,7 +243,7 @@ func TestSelfService_PrivateEndpointIsRefused(t *testing.T) {
 
 // The consumer of a subscription deleted while no webhook function ran is removed when one
 // starts; one whose secret is not its create command's waits, delivering nothing, until the
-// right secret is there.
+// right secret is there; a revision that does not read is passed over.
 func TestSelfService_StartCleansUpAndWaitsForTheSecret(t *testing.T) {
 	env := testenv.Start(t)
 	rc, url, pool := tlsReceiver(t)
@@ -264,6 +264,11 @@ func TestSelfService_StartCleansUpAndWaitsForTheSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := kv.Put(context.Background(), key, []byte("whsec_c2hvcnQ=")); err != nil { // no command's
+		t.Fatal(err)
+	}
+	broken := nats.NewMsg(domain.SubscriptionSubject("0b1f6471-1bf0-4dda-aec3-111122223333.rg.broken"))
+	broken.Data = []byte("{not json")
+	if _, err := env.JS.PublishMsg(context.Background(), broken); err != nil { // a revision that does not read: passed over
 		t.Fatal(err)
 	}
 	start(t, env, selfService(pool))

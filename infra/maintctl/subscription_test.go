@@ -217,6 +217,10 @@ func TestSubscription_CreateListDelete(t *testing.T) {
 	if out := c.ok("subscription", "create", "pager", "--url", "https://pager.example.com/in", "--scope", rg1, "--secret-file", file); secretRE.MatchString(out) {
 		t.Errorf("create --secret-file prints the secret:\n%s", out)
 	}
+	badSecret := filepath.Join(t.TempDir(), "bad.secret")
+	if err := os.WriteFile(badSecret, []byte("hunter2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r := c.run("subscription", "create", "pager", "--url", "https://pager.example.com/in", "--scope", rg1)
 	if r.code() != exitRejected || !strings.Contains(r.stdout, "RequestNotAllowed (name)") || secretRE.MatchString(r.stdout) {
 		t.Errorf("second create of a name: exit %d\n%s", r.code(), r.stdout)
@@ -242,6 +246,9 @@ func TestSubscription_CreateListDelete(t *testing.T) {
 		{[]string{"subscription", "create", "x", "--url", "https://h.example"}, `"scope" not set`},
 		{[]string{"subscription", "create", "a.b", "--url", "https://h.example", "--scope", rg1}, "NAME"},
 		{[]string{"subscription", "create", "x", "--url", "https://h.example", "--scope", rg1, "--secret-file", file + ".missing"}, "--secret-file"},
+		{[]string{"subscription", "create", "x", "--url", "https://h.example", "--scope", rg1, "--secret-file", badSecret}, "--secret-file"},
+		{[]string{"subscription", "create", "x", "--url", "https://h.example", "--scope", rg1, "--timeout", "0s"}, "--timeout"},
+		{[]string{"subscription", "delete", "crm", "--scope", "/subscriptions"}, "--scope"},
 		{[]string{"subscription", "delete", "crm"}, "give --scope"},
 		{[]string{"subscription", "delete", "nope"}, "no subscription nope"},
 	} {

@@ -393,7 +393,7 @@ func webhookFlags(fs *pflag.FlagSet) Instance {
 	)
 	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name", "url", "secret":"whsec_…", "types":[…], "states":[…], "resourcePrefix", "caFile"}]`)
 	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription of the file seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
-	fs.BoolVar(&cfg.SelfService, "self-service", true, "also deliver to the self-service subscriptions (`maintctl subscription create`), started and stopped within seconds of their commands (needs the webhook feed: provision --webhooks)")
+	fs.BoolVar(&cfg.SelfService, "self-service", true, "also deliver to the self-service subscriptions (maintctl subscription create), started and stopped within seconds of their commands (needs the webhook feed: provision --webhooks)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let self-service subscriptions reach loopback, private, link-local and shared addresses (default: refused, so that a customer cannot make the function post into this network)")
 	return Instance{
 		Idle: func() bool { return subscriptions == "" && !cfg.SelfService },

@@ -43,6 +43,8 @@ func TestDecodeCommand_RefusesWhatIsWrongNamingTheField(t *testing.T) {
 		{name: "a scope that is no policy scope", body: `{"id": "s-1", "action": "delete", "name": "crm", "scope": "` + sub + `/resourceGroups"}`, code: domain.CodeInvalidParameter, target: "scope"},
 		{name: "sent on another tenant's subject", body: create(``), key: keyOf(t, sub+"0/resourceGroups/rg-1", "crm"), code: domain.CodeInvalidParameter, target: "scope"},
 		{name: "a plain http endpoint", body: strings.Replace(create(``), "https://", "http://", 1), code: domain.CodeInvalidParameter, target: "url"},
+		{name: "an endpoint without a host", body: strings.Replace(create(``), "https://hooks.example.com/in", "https:///in", 1), code: domain.CodeInvalidParameter, target: "url"},
+		{name: "an endpoint too long", body: strings.Replace(create(``), "/in", "/"+strings.Repeat("a", subscription.MaxURLBytes), 1), code: domain.CodeInvalidParameter, target: "url"},
 		{name: "credentials in the endpoint", body: strings.Replace(create(``), "https://", "https://u:p@", 1), code: domain.CodeInvalidParameter, target: "url"},
 		{name: "no secret", body: strings.Replace(create(``), secret, "", 1), code: domain.CodeInvalidParameter, target: "secret"},
 		{name: "a short secret", body: strings.Replace(create(``), secret, "whsec_c2hvcnQ=", 1), code: domain.CodeInvalidParameter, target: "secret"},
