@@ -14,7 +14,7 @@
 //     generation the entity holds changes nothing). Entities are written with a
 //     compare-and-swap on their revision: a pass that loses a race reads the entity again on
 //     the next one.
-//   - Outcome events: each campaign remembers how far it read MAINT_EVENTS (EventsSeq), and
+//   - Outcome events: each campaign remembers how far it read each cell's events stream (Read), and
 //     each entity the last event it observed (EventSeq). A pass reads the events stored since,
 //     before it steps anything, so a restart observes what its last pass published.
 //   - Campaign events (its commands' outcomes and its lifecycle) go out through the

@@ -103,11 +103,11 @@ func Plan(ctx context.Context, js jetstream.JetStream, s *campaignspec.Spec, lis
 // newCampaign writes the campaign, planning; it reads the outcome events stored from now on.
 func (f *Function) newCampaign(ctx context.Context, s *campaignspec.Spec, at time.Time) (*core.Campaign, uint64, error) {
 	c := core.NewCampaign(s, at)
-	seq, err := f.lastEventSeq(ctx)
+	last, err := f.lastEventSeqs(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	c.EventsSeq = seq
+	c.Read = last
 	rev, err := f.store.Save(ctx, c, 0)
 	return c, rev, err
 }

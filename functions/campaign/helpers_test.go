@@ -239,14 +239,16 @@ func t0ctx() context.Context { return context.Background() }
 func (s *stack) events() []domain.Event {
 	s.t.Helper()
 	var out []domain.Event
-	err := store.Read(context.Background(), s.env.JS, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}}, 0,
-		func(m jetstream.Msg, _ uint64) error {
-			ev, err := domain.DecodeEvent(m.Data())
-			out = append(out, ev)
-			return err
-		})
-	if err != nil {
-		s.t.Fatal(err)
+	for _, stream := range domain.EventsStreams() {
+		err := store.Read(context.Background(), s.env.JS, stream, jetstream.OrderedConsumerConfig{}, 0,
+			func(m jetstream.Msg, _ uint64) error {
+				ev, err := domain.DecodeEvent(m.Data())
+				out = append(out, ev)
+				return err
+			})
+		if err != nil {
+			s.t.Fatal(err)
+		}
 	}
 	return out
 }

@@ -24,7 +24,7 @@ type pass struct {
 	set  core.Settings
 	pol  core.Policies
 	now  time.Time
-	upTo uint64 // the outcome events read, up to this MAINT_EVENTS sequence
+	upTo core.Cursor // the outcome events read, up to these sequences
 
 	ents     []campaignstore.Stored // by key
 	index    map[string]int
@@ -48,7 +48,7 @@ type command struct {
 var errMoved = errors.New("the campaign changed during the pass")
 
 // runPass makes a pass over campaign id with the outcome events read for it.
-func (f *Function) runPass(ctx context.Context, id string, evs []observed, upTo uint64, pol core.Policies, now time.Time) error {
+func (f *Function) runPass(ctx context.Context, id string, evs []observed, upTo core.Cursor, pol core.Policies, now time.Time) error {
 	c, rev, err := f.store.Campaign(ctx, id)
 	if err != nil {
 		return err
@@ -56,11 +56,24 @@ func (f *Function) runPass(ctx context.Context, id string, evs []observed, upTo 
 	if c, rev, err = f.flush(ctx, c, rev); err != nil || c == nil || c.Status == core.StatusPlanning {
 		return err
 	}
-	evs = slices.DeleteFunc(slices.Clone(evs), func(o observed) bool { return o.seq <= c.EventsSeq })
-	if c.Finished && len(c.Retries) == 0 {
-		return f.observeOnly(ctx, c, rev, evs, max(upTo, c.EventsSeq), now)
+	if c.Legacy() {
+		// Stored by the first layout: it observed everything up to its stop, and reads the
+		// cells' streams from now on (the events moved into them are its past).
+		last, err := f.lastEventSeqs(ctx)
+		if err != nil {
+			return err
+		}
+		c.Read, c.EventsSeq = last, 0
+		if rev, err = f.store.Save(ctx, c, rev); err != nil {
+			return err
+		}
+		upTo = upTo.Max(last)
 	}
-	p := &pass{f: f, c: c, rev: rev, set: f.cfg.settings(), pol: pol, now: now, upTo: max(upTo, c.EventsSeq), index: map[string]int{}}
+	evs = slices.DeleteFunc(slices.Clone(evs), func(o observed) bool { return o.seq <= c.Read[domain.CellOf(o.key)] })
+	if c.Finished && len(c.Retries) == 0 {
+		return f.observeOnly(ctx, c, rev, evs, upTo.Max(c.Read), now)
+	}
+	p := &pass{f: f, c: c, rev: rev, set: f.cfg.settings(), pol: pol, now: now, upTo: upTo.Max(c.Read), index: map[string]int{}}
 	if err := p.load(ctx); err != nil {
 		return err
 	}
@@ -199,7 +212,7 @@ func (p *pass) finish(ctx context.Context) error {
 		if p.incomplete {
 			return n
 		}
-		n.EventsSeq = max(n.EventsSeq, p.upTo)
+		n.Read = n.Read.Max(p.upTo)
 		return n.Swept(gen)
 	})
 }

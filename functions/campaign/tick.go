@@ -38,14 +38,18 @@ func (f *Function) tick(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	from, any := uint64(0), false
+	var from core.Cursor
+	any := false
 	for _, id := range ids {
 		c, _, err := f.store.Campaign(ctx, id)
 		if err != nil {
 			return err
 		}
-		if c != nil && c.Status != core.StatusPlanning && (!any || c.EventsSeq < from) {
-			from, any = c.EventsSeq, true
+		if c != nil && c.Status != core.StatusPlanning {
+			if !any {
+				from = c.Read
+			}
+			from, any = from.Min(c.Read), true
 		}
 	}
 	var errs []error
@@ -56,8 +60,8 @@ func (f *Function) tick(ctx context.Context, now time.Time) error {
 	return errors.Join(errs...)
 }
 
-// passes makes a pass over each campaign with the outcome events read from sequence from.
-func (f *Function) passes(ctx context.Context, ids []string, from uint64, now time.Time) error {
+// passes makes a pass over each campaign with the outcome events read from cursor from.
+func (f *Function) passes(ctx context.Context, ids []string, from core.Cursor, now time.Time) error {
 	outs, err := f.readOutcomes(ctx, from)
 	if err != nil {
 		return err
@@ -107,7 +111,7 @@ func (f *Function) passOne(ctx context.Context, id string, now time.Time) error 
 	if err != nil || c == nil || c.Status == core.StatusPlanning {
 		return err
 	}
-	outs, err := f.readOutcomes(ctx, c.EventsSeq)
+	outs, err := f.readOutcomes(ctx, c.Read)
 	if err != nil {
 		return err
 	}
@@ -120,7 +124,7 @@ func (f *Function) passOne(ctx context.Context, id string, now time.Time) error 
 
 // observeOnly applies the outcome events of a finished campaign to its entities one by one:
 // nothing is left to step, so its entities are not all read.
-func (f *Function) observeOnly(ctx context.Context, c *core.Campaign, rev uint64, evs []observed, upTo uint64, now time.Time) error {
+func (f *Function) observeOnly(ctx context.Context, c *core.Campaign, rev uint64, evs []observed, upTo core.Cursor, now time.Time) error {
 	t := c.Tally.Clone()
 	set := f.cfg.settings()
 	for _, o := range evs {
@@ -129,7 +133,7 @@ func (f *Function) observeOnly(ctx context.Context, c *core.Campaign, rev uint64
 		}
 	}
 	return f.settle(ctx, c, rev, t, now, func(n *core.Campaign) *core.Campaign {
-		n.EventsSeq = max(n.EventsSeq, upTo)
+		n.Read = n.Read.Max(upTo)
 		return n
 	})
 }

@@ -124,7 +124,7 @@ func TestOutcomeEvents_AreCloudEvents(t *testing.T) {
 func storedEvents(t *testing.T, js jetstream.JetStream) []jetstream.RawStreamMsg {
 	t.Helper()
 	var out []jetstream.RawStreamMsg
-	testenv.ReadStream(t, js, domain.EventsStream, func(m jetstream.Msg) {
+	testenv.ReadEntityEvents(t, js, func(m jetstream.Msg) {
 		md, _ := m.Metadata()
 		out = append(out, jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: md.Sequence.Stream, Header: m.Headers(), Data: m.Data()})
 	})

@@ -297,13 +297,7 @@ func TestHandle_RecreatedCommandsStreamStillApplies(t *testing.T) {
 func TestHandle_CorruptRecordIsDeadLetteredAtOnce(t *testing.T) {
 	env := testenv.Start(t)
 	key := domain.MustKey(cluster)
-	kv, err := env.JS.KeyValue(context.Background(), domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(context.Background(), key, []byte("{not a record")); err != nil {
-		t.Fatal(err)
-	}
+	testenv.PutRawRecord(t, env.JS, key, []byte("{not a record"))
 	startReplicas(t, env, 1, command.Config{})
 	send(t, env.JS, domain.Command{ID: "c-1", ResourceID: cluster, Task: domain.TaskPending})
 	ev := events(t, env.JS, key, 1)[0]

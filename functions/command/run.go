@@ -75,9 +75,10 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 	if err != nil {
 		return nil, err
 	}
-	events, err := js.Stream(ctx, domain.EventsStream)
-	if err != nil {
-		return nil, fmt.Errorf("command function: stream %s: %w (run `maintctl provision`)", domain.EventsStream, err)
+	for _, name := range domain.EventsStreams() {
+		if _, err := js.Stream(ctx, name); err != nil {
+			return nil, fmt.Errorf("command function: stream %s: %w (run `maintctl provision`)", name, err)
+		}
 	}
 	view, err := store.OpenPolicies(ctx, js, cfg.Log)
 	if err != nil {
@@ -88,7 +89,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 	}
 	d := &Applier{
 		records: cfg.Records, events: cfg.Events, metrics: m, log: cfg.Log.With("function", "command"),
-		now: time.Now, auth: cfg.Auth, answers: lastEvents{events}, idPattern: cfg.ResourceIDPattern,
+		now: time.Now, auth: cfg.Auth, answers: lastEvents{js}, idPattern: cfg.ResourceIDPattern,
 		rules: settings{Admission: domain.Admission{Rate: cfg.EntityRate, Burst: cfg.EntityBurst}, MaxCommandAge: cfg.MaxCommandAge, MinNotice: cfg.MinNotice},
 		cache: newCache(cacheSize), policies: view, deadlines: cfg.Deadlines,
 
@@ -153,12 +154,13 @@ func partitionConsumers(ctx context.Context, js jetstream.JetStream) ([]string, 
 	return names, nil
 }
 
-// lastEvents reads the last outcome event of an entity from the events stream.
-type lastEvents struct{ stream jetstream.Stream }
+// lastEvents reads the last outcome event of an entity from its cell's events stream, as
+// its leader has it.
+type lastEvents struct{ js jetstream.JetStream }
 
 func (l lastEvents) LastEvent(ctx context.Context, key string) (domain.Event, bool, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, domain.EventSubject(key))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	m, err := store.LeaderMsg(ctx, l.js, domain.EventStreamOf(key), domain.EventSubject(key))
+	if errors.Is(err, store.ErrNoMessage) {
 		return domain.Event{}, false, nil
 	}
 	if err != nil {

@@ -391,16 +391,8 @@ func TestEmit_SkipsRecordsItCannotRead(t *testing.T) {
 	st := openStore(t, env.JS)
 	good := aroID("s6", 1)
 	put(t, st, domain.Record{ResourceID: good, State: domain.StatePending, StateSince: time.Now()})
-	kv, err := env.JS.KeyValue(testenv.Context(t, 5*time.Second), domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(testenv.Context(t, 5*time.Second), "not-json", []byte("{oops")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(testenv.Context(t, 5*time.Second), "unknown-state", []byte(`{"resourceId":"/x","state":"Rebooting"}`)); err != nil {
-		t.Fatal(err)
-	}
+	testenv.PutRawRecord(t, env.JS, "not-json", []byte("{oops"))
+	testenv.PutRawRecord(t, env.JS, "unknown-state", []byte(`{"resourceId":"/x","state":"Rebooting"}`))
 	e, err := emitter.New(context.Background(), env.JS, newTelemetry(t, r, otlpreceiver.GRPC), emitter.Config{Logger: testenv.Quiet()})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,8 @@ type run struct {
 	// Of the sweep, written by it alone.
 	stats   store.SweepStats
 	ord     int    // entities met
-	lastRev uint64 // revision of the last entity met
+	lastPos uint64 // sweep position of the last entity met
+	cells   []domain.Cell
 	scanErr error
 
 	mu        sync.Mutex
@@ -50,7 +51,7 @@ type run struct {
 }
 
 func (e *Emitter) newRun(ctx context.Context, cancel context.CancelFunc, now time.Time, shards []domain.Shard) *run {
-	r := &run{e: e, ctx: ctx, cancel: cancel, out: make(chan *batch, exporters), of: shards[0].Of}
+	r := &run{e: e, ctx: ctx, cancel: cancel, out: make(chan *batch, exporters), of: shards[0].Of, cells: domain.CellsOf(shards)}
 	// Shards read while provisioning changed their count may differ: the run splits by the
 	// first one's count, and a shard out of it meets no entity.
 	n := r.of
@@ -92,7 +93,7 @@ func (r *run) shardOf(h uint64) int {
 // sweep reads the bucket from position from, then sends each shard's last request, and waits
 // for the exporters.
 func (r *run) sweep(from uint64) {
-	r.stats, r.scanErr = r.e.store.Sweep(r.ctx, from, r.holds, r.entry)
+	r.stats, r.scanErr = r.e.store.Sweep(r.ctx, r.cells, from, r.holds, r.entry)
 	if r.scanErr == nil {
 		end := place{ord: r.ord + 1}
 		for _, sr := range r.shards {
@@ -102,7 +103,7 @@ func (r *run) sweep(from uint64) {
 		}
 	} else {
 		// What the sweep did not reach starts the next run.
-		r.markUnsent(place{ord: r.ord + 1, rev: r.lastRev + 1})
+		r.markUnsent(place{ord: r.ord + 1, rev: r.lastPos + 1})
 	}
 	close(r.out)
 	r.wg.Wait()
@@ -118,7 +119,7 @@ func (r *run) sweep(from uint64) {
 // entry is the sweep's callback for one record of the run's shards.
 func (r *run) entry(en store.Entry, derr error) error {
 	r.ord++
-	r.lastRev = en.Revision
+	r.lastPos = en.Position
 	sr := r.shards[r.index[r.shardOf(en.Hash)]]
 	sr.seen++
 	si := stateIndex(en.Record.State)
@@ -144,7 +145,7 @@ func (r *run) entry(en store.Entry, derr error) error {
 	if why, _, _ := r.e.policies.Conflict(en.Key, en.Record, sr.b.now); why != "" {
 		sr.b.conflict()
 	}
-	if full := sr.b.add(id, si, en.Record, place{ord: r.ord, rev: en.Revision}); full != nil {
+	if full := sr.b.add(id, si, en.Record, place{ord: r.ord, rev: en.Position}); full != nil {
 		return r.send(full)
 	}
 	return nil

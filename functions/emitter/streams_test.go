@@ -30,21 +30,30 @@ func TestEmitter_ReportsTheStreamsSize(t *testing.T) {
 	}
 	startEmitter(t, env.JS, tel, emitter.Config{}, nil, "a")
 
-	bucket := map[string]string{emitter.AttrStream: "KV_" + domain.Bucket}
-	testenv.Eventually(t, 20*time.Second, "the bucket's stream size exported", func() bool {
-		subjects := otlpreceiver.Find(r.Points(), emitter.MetricStreamSubjects, bucket)
-		deleted := otlpreceiver.Find(r.Points(), emitter.MetricStreamDeleted, bucket)
-		msgs := otlpreceiver.Find(r.Points(), emitter.MetricStreamMessages, bucket)
-		return len(subjects) > 0 && subjects[len(subjects)-1].Value == 5 &&
-			len(deleted) > 0 && deleted[len(deleted)-1].Value == 4 &&
-			len(msgs) > 0 && msgs[len(msgs)-1].Value == 5
+	// The records are spread over the cells' buckets: their sizes add up.
+	total := func(metric string) (float64, bool) {
+		sum := 0.0
+		for _, c := range domain.AllCells() {
+			ps := otlpreceiver.Find(r.Points(), metric, map[string]string{emitter.AttrStream: c.RecordsStream()})
+			if len(ps) == 0 {
+				return 0, false
+			}
+			sum += ps[len(ps)-1].Value
+		}
+		return sum, true
+	}
+	testenv.Eventually(t, 20*time.Second, "the buckets' stream sizes exported", func() bool {
+		subjects, ok1 := total(emitter.MetricStreamSubjects)
+		deleted, ok2 := total(emitter.MetricStreamDeleted)
+		msgs, ok3 := total(emitter.MetricStreamMessages)
+		return ok1 && ok2 && ok3 && subjects == 5 && deleted == 4 && msgs == 5
 	})
 	// Every stream of the product is reported.
 	reported := map[string]bool{}
 	for _, p := range otlpreceiver.Find(r.Points(), emitter.MetricStreamSubjects, nil) {
 		reported[p.Attrs[emitter.AttrStream]] = true
 	}
-	for _, s := range []string{domain.CommandsStream, domain.EventsStream, domain.NoticesStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+	for _, s := range []string{domain.CommandsStream, domain.EventsStream, domain.Cell(0).EventsStream(), domain.Cell(0).NoticesStream(), domain.ScheduleStream, domain.Cell(0).RecordsStream()} {
 		if !reported[s] {
 			t.Errorf("stream %s not reported (reported: %v)", s, reported)
 		}

@@ -77,7 +77,7 @@ func TestNotices_ConflictOncePerWindowAndRevision(t *testing.T) {
 		t.Errorf("the uncovered entity's notices %v, want its lifecycle alone", got)
 	}
 	var second string
-	testenv.ReadStream(t, env.JS, domain.NoticesStream, func(m jetstream.Msg) {
+	testenv.ReadNotices(t, env.JS, func(m jetstream.Msg) {
 		nt, _ := domain.DecodeNotice(m.Data())
 		switch {
 		case nt.ResourceID != id:

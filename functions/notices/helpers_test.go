@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +98,8 @@ func stored(t testing.TB, js jetstream.JetStream, id string) []string {
 func storedNotices(t testing.TB, js jetstream.JetStream) []domain.Notice {
 	t.Helper()
 	var out []domain.Notice
-	testenv.ReadStream(t, js, domain.NoticesStream, func(m jetstream.Msg) {
+	var at []time.Time
+	testenv.ReadNotices(t, js, func(m jetstream.Msg) {
 		n, err := domain.DecodeNotice(m.Data())
 		if err != nil {
 			t.Fatal(err)
@@ -109,9 +111,24 @@ func storedNotices(t testing.TB, js jetstream.JetStream) []domain.Notice {
 			t.Errorf("notice %s on %s, want %s", n.NoticeID, m.Subject(), want)
 		}
 		checkCloudEvent(t, m, n)
+		md, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
 		out = append(out, n)
+		at = append(at, md.Timestamp)
 	})
-	return out
+	// In the order the server stored them, across the cells.
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return at[idx[a]].Before(at[idx[b]]) })
+	sorted := make([]domain.Notice, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
 }
 
 // checkOnce fails when a notice id is stored twice.

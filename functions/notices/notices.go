@@ -52,12 +52,11 @@ const metricNotices = "cluster.maintenance.notices"
 
 // Notifier holds the dependencies of the tick handler.
 type Notifier struct {
-	cfg    Config
-	js     jetstream.JetStream
-	store  *store.Store
-	stream jetstream.Stream
-	log    *slog.Logger
-	count  metric.Int64Counter
+	cfg   Config
+	js    jetstream.JetStream
+	store *store.Store
+	log   *slog.Logger
+	count metric.Int64Counter
 
 	// known is, per entity key, the last notice this replica knows to be stored: a notice
 	// that is stored stays stored, so when known already covers an entity's current stage the
@@ -101,9 +100,10 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 	if err != nil {
 		return nil, fmt.Errorf("notices: %w", err)
 	}
-	s, err := js.Stream(ctx, domain.NoticesStream)
-	if err != nil {
-		return nil, fmt.Errorf("notices: stream %s (provision first): %w", domain.NoticesStream, err)
+	for _, name := range domain.NoticesStreams() {
+		if _, err := js.Stream(ctx, name); err != nil {
+			return nil, fmt.Errorf("notices: stream %s (provision first): %w", name, err)
+		}
 	}
 	count, err := cfg.Meters.Meter(scopeName).Int64Counter(metricNotices, metric.WithUnit("{notice}"),
 		metric.WithDescription("Lifecycle notices published, by kind."))
@@ -120,7 +120,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Notifier, er
 		return nil, fmt.Errorf("notices: %w", err)
 	}
 	n := &Notifier{
-		cfg: cfg, js: js, store: st, stream: s, count: count, log: log,
+		cfg: cfg, js: js, store: st, count: count, log: log,
 		known: map[string]memo{}, shards: shards, policies: view,
 	}
 	n.coalesce = &function.Coalesce[runResult]{
@@ -208,9 +208,9 @@ func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.S
 		r.wg.Add(1)
 		go r.deliverAll()
 	}
-	_, err := n.store.Sweep(ctx, n.from.Load(), r.holds, r.entry)
+	_, err := n.store.Sweep(ctx, domain.CellsOf(shards), n.from.Load(), r.holds, r.entry)
 	if err != nil {
-		r.undone(place{ord: r.ord + 1, rev: r.lastRev + 1})
+		r.undone(place{ord: r.ord + 1, rev: r.lastPos + 1})
 		r.fail(fmt.Errorf("notices: read the bucket: %w", err))
 	}
 	close(r.work)
@@ -225,8 +225,8 @@ func (n *Notifier) runOnce(ctx context.Context, now time.Time, shards []domain.S
 	return r.res, errors.Join(r.errs...)
 }
 
-// place is where an entity was met in a sweep: its ordinal, and its revision (where to
-// sweep from next time to start with it).
+// place is where an entity was met in a sweep: its ordinal, and its position (where to
+// sweep from next time to start with it, store.Position).
 type place struct {
 	ord int
 	rev uint64
@@ -243,7 +243,7 @@ type noticesRun struct {
 	work    chan entry
 	wg      sync.WaitGroup
 	ord     int
-	lastRev uint64
+	lastPos uint64
 
 	mu      sync.Mutex
 	res     Result
@@ -255,7 +255,7 @@ type noticesRun struct {
 // entry is the sweep's callback for one record of the run's shards.
 func (r *noticesRun) entry(e store.Entry, derr error) error {
 	r.ord++
-	r.lastRev = e.Revision
+	r.lastPos = e.Position
 	if derr != nil {
 		return nil // the emitter reports records that do not decode
 	}
@@ -280,7 +280,7 @@ func (r *noticesRun) entry(e store.Entry, derr error) error {
 	r.mu.Lock()
 	r.res.Due++
 	r.mu.Unlock()
-	en := entry{key: e.Key, rec: e.Record, now: now, at: place{ord: r.ord, rev: e.Revision}, conflict: c, hasConflict: hasConflict}
+	en := entry{key: e.Key, rec: e.Record, now: now, at: place{ord: r.ord, rev: e.Position}, conflict: c, hasConflict: hasConflict}
 	select {
 	case r.work <- en:
 		return nil
@@ -377,7 +377,7 @@ const maxConflicts = 5
 func (n *Notifier) deliver(ctx context.Context, e entry, now time.Time) (last *memo, reads, published int, err error) {
 	subject := domain.NoticeSubject(e.key)
 	for range maxConflicts {
-		m, seq, err := n.last(ctx, subject)
+		m, seq, err := n.last(ctx, domain.NoticeStreamOf(e.key), subject)
 		reads++
 		if err != nil {
 			return nil, reads, published, err
@@ -442,11 +442,11 @@ func (n *Notifier) publish(ctx context.Context, subject string, nt domain.Notice
 	return ack.Sequence, false, nil
 }
 
-// last reads what the last notice stored for an entity says, and its stream sequence (0 when
-// none).
-func (n *Notifier) last(ctx context.Context, subject string) (memo, uint64, error) {
-	m, err := n.stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+// last reads what the last notice stored for an entity says (in its cell's stream, from the
+// leader), and its stream sequence (0 when none).
+func (n *Notifier) last(ctx context.Context, stream, subject string) (memo, uint64, error) {
+	m, err := store.LeaderMsg(ctx, n.js, stream, subject)
+	if errors.Is(err, store.ErrNoMessage) {
 		return memo{}, 0, nil
 	}
 	if err != nil {

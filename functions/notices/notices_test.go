@@ -439,16 +439,13 @@ func TestNotices_DatedNoEarlierThanTheRevisionTheyJudge(t *testing.T) {
 		run(t, n) // after them, still at the tick
 	}
 	checkOnce(t, env.JS)
-	kv, err := env.JS.KeyValue(testenv.Context(t, 5*time.Second), domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	all := storedNotices(t, env.JS)
 	if len(all) != rounds*perRound {
 		t.Fatalf("%d notices, want one reminder for each of the %d entities", len(all), rounds*perRound)
 	}
 	for _, nt := range all {
-		e, err := kv.Get(testenv.Context(t, 5*time.Second), domain.MustKey(nt.ResourceID))
+		kv, loc := testenv.RecordBucket(t, env.JS, domain.MustKey(nt.ResourceID))
+		e, err := kv.Get(testenv.Context(t, 5*time.Second), loc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func TestPolicies_SetRefuseDeleteAndDuplicate(t *testing.T) {
 	if n := len(testenv.PolicyEvents(t, env.JS, domain.PolicyEventPrefix+"*")); n != 4 {
 		t.Errorf("%d outcomes in all, want 4", n)
 	}
-	if n := len(testenv.Events(t, env.JS, domain.EventPrefix+"*")); n != 0 {
+	if n := len(testenv.Events(t, env.JS, domain.AllEventsFilter)); n != 0 {
 		t.Errorf("readers of the entities' events see %d events", n)
 	}
 }

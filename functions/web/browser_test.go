@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -352,4 +353,61 @@ func TestBrowser_CampaignPagesBurndownMoves(t *testing.T) {
 		` && document.querySelector("polyline.line").getAttribute("points") !== `+quoted(before), 2*time.Second)
 	b.accessible("campaign page")
 	b.screenshot("campaign")
+}
+
+func TestBrowser_ACustomerSignsInAndSeesOnlyItsEntities(t *testing.T) {
+	b := newBrowser(t)
+	s := startTenants(t, web.Config{})
+	for i := range 3 {
+		s.send(t, rid("s1", fmt.Sprintf("contoso-%d", i)), []domain.Task{domain.TaskPending, domain.TaskEverything, domain.TaskCustomerActionNeeded}[i], nil)
+	}
+	theirs := rid("s2", "fabrikam-0")
+	s.send(t, theirs, domain.TaskPending, nil)
+	s.send(t, rid("s10", "other-0"), domain.TaskPending, nil)
+	testenv.Eventually(t, 5*time.Second, "the view holds the 5 entities", func() bool {
+		var p web.FleetPage
+		return getJSON(t, s.url+"/", &p, bearer(operatorToken)...) == http.StatusOK && p.Entities == 5
+	})
+
+	// Asked for the fleet without a token, the browser is given the sign-in form.
+	b.do(chromedp.Navigate(s.url + "/"))
+	b.waitFor("the sign-in form", `document.querySelector("form.signin #token") !== null`, 5*time.Second)
+	b.accessible("sign-in page")
+	b.do(chromedp.SendKeys(chromedp.CSS("#token"), contosoToken))
+	if _, err := chromedp.RunResponse(b.ctx, chromedp.Submit(chromedp.CSS("form.signin"))); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the fleet page", `document.querySelector("#counts") !== null`, 5*time.Second)
+	if who := eval[string](b, `document.querySelector("#viewer").textContent`); who != "Signed in as contoso" {
+		t.Errorf("the page says %q", who)
+	}
+	if n := eval[string](b, `document.querySelector('[data-count="all"]').textContent`); n != "3" {
+		t.Errorf("the fleet page counts %s entities, want contoso's 3", n)
+	}
+	keys := eval[[]string](b, `[...document.querySelectorAll("#entities tbody tr")].map(r => r.dataset.key)`)
+	if len(keys) != 3 {
+		t.Errorf("the table shows %v", keys)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "subscriptions/s1/") {
+			t.Errorf("the table shows %s", k)
+		}
+	}
+	if eval[bool](b, `document.querySelector('a[href="/campaigns"]') !== null`) {
+		t.Error("a customer's page links the campaigns")
+	}
+	b.accessible("a customer's fleet page")
+	b.screenshot("customer-fleet")
+
+	// Its own entity appears live; another's page is not found.
+	b.waitFor("the live stream", `document.querySelector(".live-note").textContent.includes("live")`, 5*time.Second)
+	fresh := rid("s1", "contoso-fresh")
+	s.send(t, fresh, domain.TaskPending, nil)
+	b.waitFor("its new entity on the page", `document.querySelector('[data-count="all"]').textContent === "4"`+
+		` && document.querySelector('tr[data-key=`+quoted(domain.MustKey(fresh))+`]') !== null`, 2*time.Second)
+	b.do(chromedp.Navigate(s.url + "/entities/" + domain.MustKey(theirs)))
+	b.waitFor("the answer for another's entity", `document.querySelector("h1") !== null`, 5*time.Second)
+	if h1 := eval[string](b, `document.querySelector("h1").textContent`); h1 != "404" {
+		t.Errorf("another's entity page shows %q", h1)
+	}
 }

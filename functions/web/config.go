@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -37,12 +38,12 @@ var ErrInvalidConfig = errors.New("invalid web config")
 
 // ErrInsecure is wrapped when the view would serve beyond loopback without either a bearer
 // token or TLS that requires client certificates.
-var ErrInsecure = errors.New("refusing to serve the web view beyond loopback without --web-token-file or TLS with client certificates (--web-tls-cert, --web-tls-key, --web-client-ca)")
+var ErrInsecure = errors.New("refusing to serve the web view beyond loopback without --web-token-file, --web-tokens or TLS with client certificates (--web-tls-cert, --web-tls-key, --web-client-ca)")
 
 // Config configures the web view. Zero fields take the defaults.
 type Config struct {
-	// Listen is host:port (default DefaultListen). On any address but loopback, TokenFile or
-	// ClientCA is required.
+	// Listen is host:port (default DefaultListen). On any address but loopback, TokenFile,
+	// TokensFile or ClientCA is required.
 	Listen string
 	// Listener, when set, is served instead of listening on Listen (which then only names
 	// the address for the loopback rule and the logs): `maintctl up` binds first, to tell a
@@ -51,6 +52,10 @@ type Config struct {
 	// TokenFile holds the bearer token every request must carry (Authorization: Bearer, or
 	// the cookie set by the sign-in form); its surrounding white space is ignored.
 	TokenFile string
+	// TokensFile holds the customer tokens (a JSON array of TokenEntry): a request that
+	// carries one of them sees the entities of its holder's scopes only. With it, every request
+	// needs a token, the operator's or a customer's.
+	TokensFile string
 	// TLSCert and TLSKey serve HTTPS; ClientCA, with them, requires a client certificate
 	// signed by one of its authorities.
 	TLSCert, TLSKey, ClientCA string
@@ -72,8 +77,8 @@ type Config struct {
 	Now    func() time.Time
 	Logger *slog.Logger
 
-	token string
-	tls   *tls.Config
+	tokens tokens
+	tls    *tls.Config
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -110,22 +115,16 @@ func (c Config) withDefaults() (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("%w: Listen: %w", ErrInvalidConfig, err)
 	}
-	if !loopback && c.token == "" && c.ClientCA == "" {
+	if !loopback && !c.tokens.any() && c.ClientCA == "" {
 		return c, fmt.Errorf("%w (listening on %s)", ErrInsecure, c.Listen)
 	}
 	return c, nil
 }
 
-// loadSecrets reads the token file and the TLS files.
+// loadSecrets reads the token files and the TLS files.
 func (c *Config) loadSecrets() error {
-	if c.TokenFile != "" {
-		b, err := os.ReadFile(c.TokenFile)
-		if err != nil {
-			return fmt.Errorf("%w: TokenFile: %w", ErrInvalidConfig, err)
-		}
-		if c.token = strings.TrimSpace(string(b)); len(c.token) < 16 {
-			return fmt.Errorf("%w: TokenFile: the token must be at least 16 characters, %s holds %d", ErrInvalidConfig, c.TokenFile, len(c.token))
-		}
+	if err := c.loadTokens(); err != nil {
+		return err
 	}
 	switch {
 	case (c.TLSCert == "") != (c.TLSKey == ""):
@@ -150,6 +149,34 @@ func (c *Config) loadSecrets() error {
 			return fmt.Errorf("%w: ClientCA: no certificate in %s", ErrInvalidConfig, c.ClientCA)
 		}
 		c.tls.ClientCAs, c.tls.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return nil
+}
+
+// loadTokens reads the operator's token and the customers' tokens.
+func (c *Config) loadTokens() error {
+	c.tokens = tokens{}
+	operator := ""
+	if c.TokenFile != "" {
+		var err error
+		if operator, err = readOperatorToken(c.TokenFile); err != nil {
+			return err
+		}
+		c.tokens.add(operator, nil)
+	}
+	if c.TokensFile == "" {
+		return nil
+	}
+	entries, err := LoadTokens(c.TokensFile)
+	if err != nil {
+		return err
+	}
+	for i, e := range entries {
+		if operator != "" && subtle.ConstantTimeCompare([]byte(e.Token), []byte(operator)) == 1 {
+			return fmt.Errorf("%w: %w: %s: %w", ErrInvalidConfig, ErrInvalidTokens, c.TokensFile,
+				domain.InvalidParameter(fmt.Sprintf("[%d].token", i), "of %s is the operator's token (TokenFile): a customer token must be its own", e.Name))
+		}
+		c.tokens.add(e.Token, e.customer())
 	}
 	return nil
 }

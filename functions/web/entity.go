@@ -26,6 +26,9 @@ type EntityPage struct {
 	// Policy is the policy in force (nil: none covers it).
 	Policy *PolicyView `json:"policy"`
 	At     time.Time   `json:"at"`
+	// CampaignLink says whether the record's campaign links to its page (not for a customer,
+	// to whom the campaigns' pages answer 404).
+	CampaignLink bool `json:"-"`
 }
 
 // PolicyView is the policy in force for an entity.
@@ -48,6 +51,13 @@ func (v *View) entityPage(w http.ResponseWriter, r *http.Request) {
 		v.fail(w, r, http.StatusNotFound, "no entity has the key "+key)
 		return
 	}
+	// Another tenant's entity is, to a customer, one never seen: the same answer, given before
+	// anything is read, so that neither the answer nor its time tells whether it exists.
+	c := viewer(r)
+	if !c.Covers(key) {
+		v.neverSeen(w, r, key, id)
+		return
+	}
 	f := negotiate(r)
 	if f == formatEvents {
 		v.stream(w, r, topic{kind: topicEntity, key: key}, v.followEntity(id))
@@ -60,10 +70,16 @@ func (v *View) entityPage(w http.ResponseWriter, r *http.Request) {
 		v.fail(w, r, http.StatusServiceUnavailable, "the entity could not be read: "+err.Error())
 		return
 	case !found:
-		v.fail(w, r, http.StatusNotFound, "no entity "+id+" was ever seen (key "+key+")")
+		v.neverSeen(w, r, key, id)
 		return
 	}
+	p.CampaignLink = c == nil
 	v.answer(w, r, "entity", layout{Title: shortName(p.Record.ResourceID), Nav: "fleet", Live: true, Body: p})
+}
+
+// neverSeen answers that no entity id was ever seen.
+func (v *View) neverSeen(w http.ResponseWriter, r *http.Request, key, id string) {
+	v.fail(w, r, http.StatusNotFound, "no entity "+id+" was ever seen (key "+key+")")
 }
 
 // entity reads an entity's record from the bucket (not the index: the page shows every field,
@@ -103,7 +119,7 @@ func (v *View) notices(ctx context.Context, id string) ([]domain.Notice, int, er
 		return nil, 0, err
 	}
 	last := newRing[domain.Notice](v.cfg.History)
-	err = v.cl.EachStored(ctx, domain.NoticesStream, domain.NoticeSubject(key), func(b []byte, _ uint64) error {
+	err = v.cl.EachStored(ctx, domain.NoticeStreamOf(key), domain.NoticeSubject(key), func(b []byte, _ uint64) error {
 		if n, err := domain.DecodeNotice(b); err == nil {
 			last.add(n)
 		}

@@ -12,6 +12,9 @@ import (
 // FleetPage is the fleet page, and its JSON.
 type FleetPage struct {
 	At time.Time `json:"at"`
+	// Scopes are the scopes of the customer token the page was asked with: the counts, the
+	// time line and the table cover their entities alone (absent for the operator).
+	Scopes []string `json:"scopes,omitempty"`
 	Stats
 	Timeline Timeline `json:"timeline"`
 	Filter   Filter   `json:"filter"`
@@ -34,9 +37,10 @@ type Filter struct {
 }
 
 func (v *View) fleetPage(w http.ResponseWriter, r *http.Request) {
+	c := viewer(r)
 	f := negotiate(r)
 	if f == formatEvents {
-		v.stream(w, r, topic{kind: topicFleet}, nil)
+		v.stream(w, r, topic{kind: topicFleet, viewer: c}, nil)
 		return
 	}
 	q, filter, err := v.parseQuery(r)
@@ -45,12 +49,17 @@ func (v *View) fleetPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !v.loaded.Load() {
-		v.fail(w, r, http.StatusServiceUnavailable, fmt.Sprintf("the fleet is being read (%d records so far); this page answers once it is", v.loading.Load()))
+		msg := "the fleet is being read; this page answers once it is"
+		if c == nil { // the size of the fleet is the operator's to know
+			msg = fmt.Sprintf("the fleet is being read (%d records so far); this page answers once it is", v.loading.Load())
+		}
+		v.fail(w, r, http.StatusServiceUnavailable, msg)
 		return
 	}
+	q.Viewer = c
 	now := v.cfg.Now()
-	p := FleetPage{At: now.UTC(), Stats: v.fleet.stats(now), Filter: filter, Page: v.fleet.page(q, now)}
-	p.Timeline.Days = v.fleet.timeline(now, v.cfg.Days)
+	p := FleetPage{At: now.UTC(), Scopes: c.scopeIDs(), Stats: v.fleet.stats(now, c), Filter: filter, Page: v.fleet.page(q, now)}
+	p.Timeline.Days = v.fleet.timeline(now, v.cfg.Days, c)
 	for _, d := range p.Timeline.Days {
 		p.Timeline.Most = max(p.Timeline.Most, d.Windows)
 	}

@@ -33,7 +33,9 @@ const maxBatch = 1024
 type follower struct {
 	js     jetstream.JetStream
 	bucket string
-	log    *slog.Logger
+	// key turns a key of the bucket into the key the view keeps (nil: as it is).
+	key func(string) string
+	log *slog.Logger
 	// retry is how long to wait before looking for a missing bucket again, or after an error.
 	retry time.Duration
 	// reset is called before the bucket is read from the start (again); apply with each batch
@@ -124,6 +126,9 @@ func (f *follower) once(ctx context.Context) error {
 			return fmt.Errorf("follow %s: %w", f.bucket, err)
 		}
 		c := change{key: strings.TrimPrefix(msg.Subject(), prefix), rev: md.Sequence.Stream, at: md.Timestamp}
+		if f.key != nil {
+			c.key = f.key(c.key)
+		}
 		if store.Deleted(msg) {
 			c.deleted = true
 		} else {

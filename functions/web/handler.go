@@ -1,7 +1,7 @@
 package web
 
 import (
-	"crypto/subtle"
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,8 +13,8 @@ func (v *View) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", v.fleetPage)
 	mux.HandleFunc("GET /entities/{key...}", v.entityPage)
-	mux.HandleFunc("GET /campaigns", v.campaignsPage)
-	mux.HandleFunc("GET /campaigns/{id}", v.campaignPage)
+	mux.HandleFunc("GET /campaigns", v.operatorOnly(v.campaignsPage))
+	mux.HandleFunc("GET /campaigns/{id}", v.operatorOnly(v.campaignPage))
 	mux.Handle("GET /assets/", assets())
 	mux.HandleFunc("GET /signin", v.signinPage)
 	mux.HandleFunc("POST /signin", v.signin)
@@ -24,16 +24,44 @@ func (v *View) Handler() http.Handler {
 			v.fail(w, r, http.StatusMethodNotAllowed, "this view is read-only")
 			return
 		}
-		v.fail(w, r, http.StatusNotFound, "no page at "+r.URL.Path)
+		v.noPage(w, r)
 	})
 	return v.secure(mux)
+}
+
+func (v *View) noPage(w http.ResponseWriter, r *http.Request) {
+	v.fail(w, r, http.StatusNotFound, "no page at "+r.URL.Path)
+}
+
+// operatorOnly serves h to the operator; to a customer the page does not exist. The campaigns
+// span tenants: their counts cannot be cut to a customer's scopes (the view keeps a hash of
+// each campaign entity's key, not the key).
+func (v *View) operatorOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if viewer(r) != nil {
+			v.noPage(w, r)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // tokenCookie carries the bearer token of a browser that signed in.
 const tokenCookie = "maint_web_token"
 
-// secure sets the headers every answer carries and, with a token, lets through only requests
-// that carry it (the assets and the sign-in form excepted: they reveal nothing).
+// viewerKey is the request context's key of the customer who asks.
+type viewerKey struct{}
+
+// viewer is the holder of the customer token r carries; nil for the operator's token, or in
+// a view that takes no token: they see the whole fleet.
+func viewer(r *http.Request) *Customer {
+	c, _ := r.Context().Value(viewerKey{}).(*Customer)
+	return c
+}
+
+// secure sets the headers every answer carries and, with tokens, lets through only requests
+// that carry one (the assets and the sign-in form excepted: they reveal nothing), marked with
+// the customer who holds it.
 func (v *View) secure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -45,31 +73,38 @@ func (v *View) secure(next http.Handler) http.Handler {
 			h.Set("Cache-Control", "no-store")
 		}
 		open := strings.HasPrefix(r.URL.Path, "/assets/") || r.URL.Path == "/signin"
-		if v.cfg.token != "" && !open && !v.authorized(r) {
-			v.unauthorized(w, r)
-			return
+		if v.cfg.tokens.any() && !open {
+			c, ok := v.holder(r)
+			if !ok {
+				v.unauthorized(w, r)
+				return
+			}
+			if c != nil {
+				r = r.WithContext(context.WithValue(r.Context(), viewerKey{}, c))
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// authorized reports whether r carries the token: as a bearer token, or in the cookie.
-func (v *View) authorized(r *http.Request) bool {
+// holder finds who holds the token r carries, as a bearer token or in the cookie: the
+// customer, or nil for the operator.
+func (v *View) holder(r *http.Request) (*Customer, bool) {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
 		c, err := r.Cookie(tokenCookie)
 		if err != nil {
-			return false
+			return nil, false
 		}
 		got = c.Value
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(v.cfg.token)) == 1
+	return v.cfg.tokens.lookup(strings.TrimSpace(got))
 }
 
 func (v *View) unauthorized(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="maintsignals"`)
 	if negotiate(r) == formatHTML && r.Method == http.MethodGet {
-		v.html(w, http.StatusUnauthorized, "signin", layout{Title: "Sign in", Body: signinForm{Next: r.URL.RequestURI()}})
+		v.html(w, r, http.StatusUnauthorized, "signin", layout{Title: "Sign in", Body: signinForm{Next: r.URL.RequestURI()}})
 		return
 	}
 	v.fail(w, r, http.StatusUnauthorized, "this view needs its bearer token (Authorization: Bearer …)")
@@ -82,17 +117,17 @@ type signinForm struct {
 }
 
 func (v *View) signinPage(w http.ResponseWriter, r *http.Request) {
-	v.html(w, http.StatusOK, "signin", layout{Title: "Sign in", Body: signinForm{Next: localPath(r.URL.Query().Get("next"))}})
+	v.html(w, r, http.StatusOK, "signin", layout{Title: "Sign in", Body: signinForm{Next: localPath(r.URL.Query().Get("next"))}})
 }
 
-// signin checks the token a person pasted and keeps it in a cookie that only this view
-// reads (HttpOnly, SameSite=Strict; Secure over TLS).
+// signin checks the token a person pasted (the operator's or a customer's) and keeps it in a
+// cookie that only this view reads (HttpOnly, SameSite=Strict; Secure over TLS).
 func (v *View) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	next := localPath(r.PostFormValue("next"))
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	if v.cfg.token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(v.cfg.token)) != 1 {
-		v.html(w, http.StatusUnauthorized, "signin", layout{Title: "Sign in", Body: signinForm{Next: next, Wrong: v.cfg.token != ""}})
+	if _, ok := v.cfg.tokens.lookup(token); !ok {
+		v.html(w, r, http.StatusUnauthorized, "signin", layout{Title: "Sign in", Body: signinForm{Next: next, Wrong: v.cfg.tokens.any()}})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true,

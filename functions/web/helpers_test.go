@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -146,11 +148,12 @@ func (s *stack) fleet(t testing.TB, query string) web.FleetPage {
 }
 
 // events reads a page's server-sent events as its script does, from the count of changes a
-// page rendered now carries (the fleet page's), and sends the name of each on the channel.
-func events(t testing.TB, ctx context.Context, url string) <-chan string {
+// page rendered now carries (the fleet page's), and sends the name of each on the channel;
+// header is sent with both requests (name, value, …).
+func events(t testing.TB, ctx context.Context, url string, header ...string) <-chan string {
 	t.Helper()
 	root, _, _ := strings.Cut(strings.TrimPrefix(url, "http://"), "/")
-	_, page := get(t, "http://"+root+"/", "text/html")
+	_, page := get(t, "http://"+root+"/", "text/html", header...)
 	m := regexp.MustCompile(`data-seq="(\d+)"`).FindSubmatch(page)
 	if m == nil {
 		t.Fatal("the fleet page is not live")
@@ -160,6 +163,9 @@ func events(t testing.TB, ctx context.Context, url string) <-chan string {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -203,3 +209,16 @@ func within(t testing.TB, ch <-chan string, name string, d time.Duration) {
 func rid(sub, name string) string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s", sub, name)
 }
+
+// writeFile writes body to a file of the test's and returns its path.
+func writeFile(t testing.TB, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bearer is the header that carries token.
+func bearer(token string) []string { return []string{"Authorization", "Bearer " + token} }

@@ -110,11 +110,21 @@ func (x *index) clear() {
 	x.intern = map[string]string{}
 }
 
-// reset empties the fleet before it is read again from the start.
-func (x *index) reset() {
+// resetWhere drops the keys that in accepts, before they are read again from the start (one
+// cell's records).
+func (x *index) resetWhere(in func(key string) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.clear()
+	var drop []*entry
+	x.all.Scan(func(e *entry) bool {
+		if in(e.key) {
+			drop = append(drop, e)
+		}
+		return true
+	})
+	for _, e := range drop {
+		x.remove(e.key)
+	}
 }
 
 // put sets the summary of key from its record at revision rev; a forgotten entity's record

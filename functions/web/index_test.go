@@ -61,7 +61,7 @@ func TestIndex_CountsFollowEveryChange(t *testing.T) {
 	put(x, rid("s2", "rg", "c"), domain.Record{State: domain.StatePending, Window: window(t0.Add(time.Hour), time.Hour)})
 	put(x, rid("s2", "rg", "d"), domain.Record{State: domain.StateUnplanned, Updating: true, UpdatedAt: t0.Add(-time.Hour)})
 
-	s := x.stats(t0)
+	s := x.stats(t0, nil)
 	want := Stats{Entities: 4, States: map[domain.State]int{domain.StateNone: 0, domain.StatePending: 2, domain.StatePlanned: 1, domain.StateUnplanned: 1, domain.StateCustomerActionNeeded: 0},
 		Updating: 2, Overdue: 1, Stuck: 1}
 	if fmt.Sprint(s) != fmt.Sprint(want) {
@@ -69,22 +69,22 @@ func TestIndex_CountsFollowEveryChange(t *testing.T) {
 	}
 	// a moves to None: no longer overdue, no longer Pending.
 	put(x, rid("s1", "rg", "a"), domain.Record{State: domain.StateNone})
-	if s := x.stats(t0); s.Overdue != 0 || s.States[domain.StatePending] != 1 || s.States[domain.StateNone] != 1 || s.Entities != 4 {
+	if s := x.stats(t0, nil); s.Overdue != 0 || s.States[domain.StatePending] != 1 || s.States[domain.StateNone] != 1 || s.Entities != 4 {
 		t.Errorf("after a change: %+v", s)
 	}
 	x.mu.Lock()
 	x.remove(a)
 	x.mu.Unlock()
-	if s := x.stats(t0); s.Entities != 3 || s.States[domain.StateNone] != 0 {
+	if s := x.stats(t0, nil); s.Entities != 3 || s.States[domain.StateNone] != 0 {
 		t.Errorf("after a delete: %+v", s)
 	}
 	// A forgotten entity leaves the fleet as a deleted one does.
 	put(x, rid("s1", "rg", "b"), domain.Record{State: domain.StateNone, ForgottenAt: t0})
-	if s := x.stats(t0); s.Entities != 2 || s.States[domain.StatePlanned] != 0 || s.States[domain.StateNone] != 0 {
+	if s := x.stats(t0, nil); s.Entities != 2 || s.States[domain.StatePlanned] != 0 || s.States[domain.StateNone] != 0 {
 		t.Errorf("after a forget: %+v", s)
 	}
 	// Time passing makes c overdue and d stuck without any change.
-	if s := x.stats(t0.Add(6*time.Hour + time.Second)); s.Overdue != 1 || s.Stuck != 1 {
+	if s := x.stats(t0.Add(6*time.Hour+time.Second), nil); s.Overdue != 1 || s.Stuck != 1 {
 		t.Errorf("six hours later: %+v", s)
 	}
 }
@@ -173,7 +173,7 @@ func TestIndex_TimelineCountsWindowsByDayAndNamesTheFirst(t *testing.T) {
 	put(x, rid("s", "rg", "late"), domain.Record{State: domain.StatePending, Window: window(day3.Add(23*time.Hour+59*time.Minute), time.Hour)})
 	put(x, rid("s", "rg", "past"), domain.Record{State: domain.StatePending, Window: window(t0.Add(-48*time.Hour), time.Hour)})
 	put(x, rid("s", "rg", "far"), domain.Record{State: domain.StatePending, Window: window(t0.Add(20*24*time.Hour), time.Hour)})
-	days := x.timeline(t0, 14)
+	days := x.timeline(t0, 14, nil)
 	if len(days) != 14 || days[0].Date != "2026-12-01" || days[3].Date != "2026-12-04" {
 		t.Fatalf("days %v", days)
 	}
@@ -200,13 +200,13 @@ func TestIndex_ConflictsFollowThePolicyInForce(t *testing.T) {
 	put(x, rid("s2", "rg1", "c"), domain.Record{State: domain.StatePending, Window: w})
 	weekends := mustPolicy(t, `{"scope":"/subscriptions/s1","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}]}`)
 	x.setPolicy(weekends.Scope().Key, &fleet.InForce{Policy: weekends, Since: t0})
-	if s := x.stats(t0); s.Conflicts != 2 {
+	if s := x.stats(t0, nil); s.Conflicts != 2 {
 		t.Fatalf("under a weekend-only policy: %d conflicts, want 2", s.Conflicts)
 	}
 	// A more specific policy that allows it wins for rg1 alone.
 	any := mustPolicy(t, `{"scope":"/subscriptions/s1/resourceGroups/rg1"}`)
 	x.setPolicy(any.Scope().Key, &fleet.InForce{Policy: any, Since: t0})
-	if s := x.stats(t0); s.Conflicts != 1 {
+	if s := x.stats(t0, nil); s.Conflicts != 1 {
 		t.Errorf("with rg1 open: %d conflicts, want 1", s.Conflicts)
 	}
 	if p := x.inForce(a).Policy; p != any {
@@ -215,7 +215,7 @@ func TestIndex_ConflictsFollowThePolicyInForce(t *testing.T) {
 	// A change of the record ends its conflict; deleting the policy ends the other.
 	put(x, rid("s1", "rg2", "b"), domain.Record{State: domain.StateNone})
 	x.setPolicy(weekends.Scope().Key, nil)
-	if s := x.stats(t0); s.Conflicts != 0 {
+	if s := x.stats(t0, nil); s.Conflicts != 0 {
 		t.Errorf("at the end: %d conflicts", s.Conflicts)
 	}
 }
@@ -306,7 +306,7 @@ func TestIndex_ConflictIsTheNoticesRule(t *testing.T) {
 			x.setPolicy(weekends.Scope().Key, &fleet.InForce{Policy: weekends, Since: t0})
 			key := put(x, rid("s1", "rg", "a"), tc.rec)
 			want := policy.Conflict(tc.rec, weekends, t0, tc.at) != ""
-			if got := x.stats(tc.at).Conflicts; got != tc.want || (got == 1) != want {
+			if got := x.stats(tc.at, nil).Conflicts; got != tc.want || (got == 1) != want {
 				t.Errorf("the index counts %d conflicts, want %d (policy.Conflict: %v)", got, tc.want, want)
 			}
 			x.mu.RLock()
@@ -338,7 +338,7 @@ func TestIndex_OverdueAndStuckCountsAreTheRecordsOwnAtEveryInstant(t *testing.T)
 		t.Run(tc.name, func(t *testing.T) {
 			x := newIndex(limit)
 			put(x, rid("s", "rg", "a"), tc.rec)
-			s := x.stats(tc.at)
+			s := x.stats(tc.at, nil)
 			if want := tc.rec.Overdue(tc.at); (s.Overdue == 1) != want {
 				t.Errorf("overdue count %d, the record says %v", s.Overdue, want)
 			}
@@ -349,5 +349,194 @@ func TestIndex_OverdueAndStuckCountsAreTheRecordsOwnAtEveryInstant(t *testing.T)
 				t.Errorf("row %+v", rows[0])
 			}
 		})
+	}
+}
+
+// customer is a customer token's holder with the scopes given.
+func customer(t *testing.T, name string, scopes ...string) *Customer {
+	t.Helper()
+	var ss []domain.Scope
+	for _, s := range scopes {
+		sc, err := domain.ParseScope(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, sc)
+	}
+	return newCustomer(name, ss)
+}
+
+// tenantsFleet is a fleet of three subscriptions whose names start alike (s1, s1-x, s10) and
+// two resource groups in s1, with every fact the fleet page counts somewhere.
+func tenantsFleet() *index {
+	x := newIndex(time.Hour)
+	day2 := t0.Truncate(24 * time.Hour).Add(2 * 24 * time.Hour)
+	put(x, rid("s1", "rg-a", "a1"), domain.Record{State: domain.StatePending, Window: window(t0.Add(-3*time.Hour), time.Hour)}) // overdue
+	put(x, rid("s1", "rg-a", "a2"), domain.Record{State: domain.StatePending, Window: window(day2.Add(time.Hour), time.Hour)})
+	put(x, rid("s1", "rg-a", "a3"), domain.Record{State: domain.StatePlanned, Updating: true, Task: domain.TaskEverything, UpdatedAt: t0.Add(-2 * time.Hour)}) // stuck
+	put(x, rid("s1", "rg-b", "b1"), domain.Record{State: domain.StatePending, Window: window(day2.Add(2*time.Hour), time.Hour)})
+	put(x, rid("s1", "rg-b", "b2"), domain.Record{State: domain.StateNone})
+	put(x, rid("s1-x", "rg-a", "x1"), domain.Record{State: domain.StatePending, Window: window(day2, time.Hour)})
+	put(x, rid("s1-x", "rg-a", "x2"), domain.Record{State: domain.StateUnplanned, Updating: true, UpdatedAt: t0.Add(-3 * time.Hour)})
+	put(x, rid("s10", "rg-a", "t1"), domain.Record{State: domain.StateCustomerActionNeeded})
+	put(x, rid("s10", "rg-a", "t2"), domain.Record{State: domain.StatePending, Window: window(t0.Add(-5*time.Hour), time.Hour)})
+	return x
+}
+
+func TestIndex_ACustomerCountsAndListsOnlyTheEntitiesOfItsScopes(t *testing.T) {
+	x := tenantsFleet()
+	// A weekend-only policy on s1 puts its Tuesday-night windows in conflict; none in s1-x.
+	weekends := mustPolicy(t, `{"scope":"/subscriptions/s1","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}]}`)
+	x.setPolicy(weekends.Scope().Key, &fleet.InForce{Policy: weekends, Since: t0.Add(time.Minute)})
+	for _, tc := range []struct {
+		name      string
+		viewer    *Customer
+		want      []string // the entities' names, in key order
+		states    map[domain.State]int
+		updating  int
+		overdue   int
+		stuck     int
+		conflicts int
+		windows   int // starting on day 2 of the time line
+	}{
+		{"the operator sees the fleet", nil,
+			[]string{"x1", "x2", "a1", "a2", "a3", "b1", "b2", "t1", "t2"}, // s1-x sorts before s1/
+			map[domain.State]int{domain.StateNone: 1, domain.StatePending: 5, domain.StatePlanned: 1, domain.StateUnplanned: 1, domain.StateCustomerActionNeeded: 1},
+			2, 2, 2, 2, 3},
+		{"a subscription sees its own, not s1-x's nor s10's", customer(t, "s1", "/subscriptions/s1"),
+			[]string{"a1", "a2", "a3", "b1", "b2"},
+			map[domain.State]int{domain.StateNone: 1, domain.StatePending: 3, domain.StatePlanned: 1},
+			1, 1, 1, 2, 2},
+		{"a resource group sees that group only", customer(t, "rg-b", "/subscriptions/s1/resourceGroups/RG-B"),
+			[]string{"b1", "b2"},
+			map[domain.State]int{domain.StateNone: 1, domain.StatePending: 1},
+			0, 0, 0, 1, 1},
+		{"several scopes see their union, once", customer(t, "two", "/subscriptions/s10", "/subscriptions/s1/resourceGroups/rg-a", "/subscriptions/s1"),
+			[]string{"a1", "a2", "a3", "b1", "b2", "t1", "t2"},
+			map[domain.State]int{domain.StateNone: 1, domain.StatePending: 4, domain.StatePlanned: 1, domain.StateCustomerActionNeeded: 1},
+			1, 2, 1, 2, 2},
+		{"a subscription with no entity sees none", customer(t, "empty", "/subscriptions/s2"),
+			nil, map[domain.State]int{}, 0, 0, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := x.stats(t0, tc.viewer)
+			want := Stats{Entities: len(tc.want), States: map[domain.State]int{}, Updating: tc.updating, Overdue: tc.overdue, Stuck: tc.stuck, Conflicts: tc.conflicts}
+			for _, st := range domain.States {
+				want.States[st] = tc.states[st]
+			}
+			if fmt.Sprint(s) != fmt.Sprint(want) {
+				t.Errorf("stats %+v, want %+v", s, want)
+			}
+			if tc.viewer == nil {
+				// The walk that counts a customer's entities counts the fleet as the index does.
+				if w := x.statsWithin(t0, spansOf([]string{""})); fmt.Sprint(w) != fmt.Sprint(s) {
+					t.Errorf("counted by a walk: %+v, by the index: %+v", w, s)
+				}
+			}
+			p := x.page(Query{Viewer: tc.viewer, Limit: 100}, t0)
+			if got := names(p.Rows); !slices.Equal(got, tc.want) || p.Matches != len(tc.want) {
+				t.Errorf("table %v (%d matches), want %v", got, p.Matches, tc.want)
+			}
+			days := x.timeline(t0, 14, tc.viewer)
+			if days[2].Windows != tc.windows || len(days[2].First) != tc.windows {
+				t.Errorf("day 2: %d windows, %d named, want %d", days[2].Windows, len(days[2].First), tc.windows)
+			}
+			for i, d := range days {
+				if want := t0.Truncate(24 * time.Hour).Add(time.Duration(i) * 24 * time.Hour).Format(time.DateOnly); d.Date != want {
+					t.Errorf("day %d is %s, want %s", i, d.Date, want)
+				}
+				for _, r := range d.First {
+					if !tc.viewer.Covers(r.Key) {
+						t.Errorf("the time line names %s", r.ResourceID)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestIndex_ACustomersFilterNarrowsItsScopesNeverWidensThem(t *testing.T) {
+	x := tenantsFleet()
+	s1 := customer(t, "s1", "/subscriptions/s1")
+	for _, tc := range []struct {
+		name   string
+		viewer *Customer
+		state  domain.State
+		prefix string
+		want   []string
+	}{
+		{"a prefix inside its scope", s1, "", "/subscriptions/s1/resourceGroups/rg-b", []string{"b1", "b2"}},
+		{"a prefix around its scope shows its scope", s1, "", "/subscriptions", []string{"a1", "a2", "a3", "b1", "b2"}},
+		{"another tenant's prefix shows nothing", s1, "", "/subscriptions/s1-x", nil},
+		{"another tenant's entity shows nothing", s1, "", rid("s10", "rg-a", "t1"), nil},
+		{"a state within its scope", s1, domain.StatePending, "", []string{"a1", "a2", "b1"}},
+		{"a state it has none of", s1, domain.StateCustomerActionNeeded, "", nil},
+		{"a group and the other's subscription: the group", customer(t, "mixed", "/subscriptions/s1/resourceGroups/rg-a", "/subscriptions/s10"), domain.StatePending, "/subscriptions", []string{"a1", "a2", "t2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var prefix string
+			if tc.prefix != "" {
+				p, err := domain.ParsePrefixLoose(tc.prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prefix = p.Key
+			}
+			// One row a page forwards, then back from the end: every way through agrees.
+			var fwd []fleet.Record
+			q := Query{Viewer: tc.viewer, State: tc.state, Prefix: prefix, Limit: 1}
+			for range 20 {
+				p := x.page(q, t0)
+				if p.Matches != len(tc.want) {
+					t.Fatalf("matches %d, want %d", p.Matches, len(tc.want))
+				}
+				fwd = append(fwd, p.Rows...)
+				if p.Next == "" {
+					break
+				}
+				q.After = p.Next
+			}
+			if got := names(fwd); !slices.Equal(got, tc.want) {
+				t.Fatalf("pages forwards %v, want %v", got, tc.want)
+			}
+			if len(fwd) < 2 {
+				return
+			}
+			last := fwd[len(fwd)-1].Key
+			back := x.page(Query{Viewer: tc.viewer, State: tc.state, Prefix: prefix, Before: last, Limit: 100}, t0)
+			if got := names(back.Rows); !slices.Equal(got, tc.want[:len(tc.want)-1]) || back.Prev != "" || back.Next != fwd[len(fwd)-2].Key {
+				t.Errorf("the page before the last: %v (prev %q, next %q)", got, back.Prev, back.Next)
+			}
+			second := x.page(Query{Viewer: tc.viewer, State: tc.state, Prefix: prefix, After: fwd[0].Key, Limit: 1}, t0)
+			if second.Prev != fwd[1].Key {
+				t.Errorf("the page after the first: prev %q, want %q", second.Prev, fwd[1].Key)
+			}
+		})
+	}
+}
+
+// names are the rows' entity names (the last segment of their resource IDs).
+func names(rows []fleet.Record) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, shortName(r.ResourceID))
+	}
+	return out
+}
+
+func TestIndex_ACustomersTimeLineNamesItsEarliestWindowsAsTheFleetsDoes(t *testing.T) {
+	x, alone := newIndex(time.Hour), newIndex(time.Hour)
+	day3 := t0.Truncate(24 * time.Hour).Add(3 * 24 * time.Hour)
+	// Starts out of key order, two sharing an instant, and another tenant's earlier ones.
+	for i, h := range []int{9, 3, 7, 3, 1, 12, 5, 8} {
+		r := domain.Record{State: domain.StatePending, Window: window(day3.Add(time.Duration(h)*time.Hour), time.Hour)}
+		put(x, rid("s1", "rg", fmt.Sprintf("c%d", i)), r)
+		put(alone, rid("s1", "rg", fmt.Sprintf("c%d", i)), r)
+		put(x, rid("s2", "rg", fmt.Sprintf("c%d", i)), domain.Record{State: domain.StatePending, Window: window(day3, time.Hour)})
+	}
+	got := x.timeline(t0, 14, customer(t, "s1", "/subscriptions/s1"))[3]
+	want := alone.timeline(t0, 14, nil)[3]
+	if got.Windows != 8 || !slices.Equal(names(got.First), names(want.First)) || len(got.First) != timelineSample {
+		t.Errorf("the customer's day: %d windows, first %v; the fleet of s1 alone: %d, first %v", got.Windows, names(got.First), want.Windows, names(want.First))
 	}
 }

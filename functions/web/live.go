@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"maintsignals/shared/domain"
 )
 
 // Live pages: a page asks its own URL for `text/event-stream` and is sent an event `change`
@@ -28,6 +30,9 @@ const (
 type topic struct {
 	kind topicKind
 	key  string
+	// viewer, on a page that follows the fleet, is the customer it is shown to: it hears of
+	// changes within its scopes only (of others' it must not learn even when they happen).
+	viewer *Customer
 }
 
 // hub tells the live pages of a replica what changed.
@@ -71,6 +76,8 @@ func (h *hub) subscribe(want topic) (*subscriber, func()) {
 	}
 }
 
+// publish tells the pages that follow t. A change without a key (the fleet read again) is
+// every page's.
 func (h *hub) publish(t topic) {
 	h.seq.Add(1)
 	h.mu.Lock()
@@ -82,7 +89,9 @@ func (h *hub) publish(t topic) {
 	}
 }
 
-// publishKeys publishes a topic of kind for each of keys.
+// publishKeys publishes a topic of kind for each of keys (entity keys, campaign ids, or the
+// scope keys of policies for the fleet). A page that follows no one key hears of them when its
+// viewer sees one of them.
 func (h *hub) publishKeys(kind topicKind, keys []string) {
 	h.seq.Add(1)
 	h.mu.Lock()
@@ -98,10 +107,42 @@ func (h *hub) publishKeys(kind topicKind, keys []string) {
 				set[k] = true
 			}
 		}
-		if s.want.key == "" || set[s.want.key] {
+		if s.want.key == "" && s.sees(keys) || set[s.want.key] {
 			s.notify()
 		}
 	}
+}
+
+// publishUnder tells the pages of kind that follow a key under one of the prefixes (the
+// entities a policy's scope covers).
+func (h *hub) publishUnder(kind topicKind, prefixes []string) {
+	h.seq.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if s.want.kind != kind {
+			continue
+		}
+		for _, p := range prefixes {
+			if s.want.key == "" && s.want.viewer.overlaps(p) || s.want.key != "" && domain.KeyUnder(s.want.key, p) {
+				s.notify()
+				break
+			}
+		}
+	}
+}
+
+// sees reports whether the subscriber's viewer sees one of keys (or what lies under it).
+func (s *subscriber) sees(keys []string) bool {
+	if s.want.viewer == nil {
+		return true
+	}
+	for _, k := range keys {
+		if s.want.viewer.overlaps(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // keepAlive is how often an idle stream sends a comment, so that proxies keep it open.

@@ -28,7 +28,11 @@ type Stats struct {
 	Conflicts int                  `json:"conflicts"`
 }
 
-func (x *index) stats(now time.Time) Stats {
+// stats are the counts of the entities c sees (nil: the whole fleet).
+func (x *index) stats(now time.Time, c *Customer) Stats {
+	if c != nil {
+		return x.statsWithin(now, spansFor(c))
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	s := Stats{Entities: x.all.Len(), States: make(map[domain.State]int, len(domain.States)),
@@ -42,6 +46,47 @@ func (x *index) stats(now time.Time) Stats {
 	s.Stuck = countUpTo(x.stuckAt, n)
 	s.Conflicts = x.conflictTo.Len() - countUpTo(x.conflictTo, n)
 	return s
+}
+
+// statsWithin counts as stats does, over the entities of the spans: each state from the counts
+// of its tree, the facts that time changes by a walk over those entities (the time-ordered
+// sets span the fleet; a customer's scopes hold a small part of it).
+func (x *index) statsWithin(now time.Time, spans []span) Stats {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s := Stats{Entities: countIn(x.all, spans), States: make(map[domain.State]int, len(domain.States))}
+	for i, st := range domain.States {
+		s.States[st] = countIn(x.byState[i], spans)
+	}
+	n := now.UnixNano()
+	x.each(spans, func(e *entry) {
+		if e.updating {
+			s.Updating++
+		}
+		if e.overdueFrom != 0 && e.overdueFrom <= n {
+			s.Overdue++
+		}
+		if e.stuckFrom != 0 && e.stuckFrom <= n {
+			s.Stuck++
+		}
+		if e.conflictUntil != 0 && e.conflictUntil > n {
+			s.Conflicts++
+		}
+	})
+	return s
+}
+
+// each calls fn with every entity of the spans, in key order. The caller holds the lock.
+func (x *index) each(spans []span, fn func(*entry)) {
+	for _, s := range spans {
+		x.all.Ascend(&entry{key: s.lo}, func(e *entry) bool {
+			if !s.holds(e.key) {
+				return false
+			}
+			fn(e)
+			return true
+		})
+	}
 }
 
 // countUpTo counts the items at or before at.
@@ -69,8 +114,10 @@ func rank[T any](t *btree.BTreeG[T], before func(T) bool) int {
 type Query struct {
 	State  domain.State // "" any
 	Prefix string       // a prefix's key (domain.Prefix): the entities it covers ("" any)
-	After  string       // the page after this key
-	Before string       // the page before this key (when After is empty)
+	// Viewer, when set, confines the page to the entities of its scopes.
+	Viewer *Customer
+	After  string // the page after this key
+	Before string // the page before this key (when After is empty)
 	Limit  int
 }
 
@@ -84,6 +131,50 @@ type Page struct {
 	Prev string `json:"prev,omitempty"`
 }
 
+// span is a range of the key order: the keys from lo (included) to hi (excluded; "" the end).
+type span struct{ lo, hi string }
+
+func (s span) holds(key string) bool { return key >= s.lo && (s.hi == "" || key < s.hi) }
+
+// spansOf are the ranges of the key order that the prefixes (keys, none under another) cover,
+// in order. A prefix covers its own key and the keys under key+"/": two ranges, with the keys
+// that merely start with it (rg-10 after rg-1) between them ('0' follows '/').
+func spansOf(prefixes []string) []span {
+	var out []span
+	for _, p := range prefixes {
+		if p == "" {
+			return []span{{}}
+		}
+		out = append(out, span{p, p + "\x00"}, span{p + "/", p + "0"})
+	}
+	slices.SortFunc(out, func(a, b span) int { return strings.Compare(a.lo, b.lo) })
+	return out
+}
+
+// spansFor are the ranges of the key order a viewer sees ("": every entity of the fleet).
+func spansFor(c *Customer) []span { return spansOf(c.within("")) }
+
+// count is the number of keys of t in s.
+func count(t *btree.BTreeG[*entry], s span) int {
+	to := t.Len()
+	if s.hi != "" {
+		to = rank(t, func(e *entry) bool { return e.key < s.hi })
+	}
+	if s.lo == "" {
+		return to
+	}
+	return to - rank(t, func(e *entry) bool { return e.key < s.lo })
+}
+
+// countIn is the number of keys of t in the spans.
+func countIn(t *btree.BTreeG[*entry], spans []span) int {
+	n := 0
+	for _, s := range spans {
+		n += count(t, s)
+	}
+	return n
+}
+
 func (x *index) page(q Query, now time.Time) Page {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -91,25 +182,31 @@ func (x *index) page(q Query, now time.Time) Page {
 	if q.State != "" {
 		t = x.byState[stateIndex(q.State)]
 	}
-	// A prefix covers its own key and the keys under key+"/": two ranges of the key order,
-	// with the keys that merely start with it (rg-10 after rg-1) between them.
+	spans := spansOf(q.Viewer.within(q.Prefix))
 	var got []*entry
-	take := func(e *entry) bool {
-		if !domain.KeyUnder(e.key, q.Prefix) {
-			return false
-		}
-		got = append(got, e)
-		return len(got) <= q.Limit
-	}
-	under := q.Prefix
-	if under != "" {
-		under += "/"
-	}
 	var p Page
 	if q.Before != "" && q.After == "" {
-		t.Descend(&entry{key: q.Before}, func(e *entry) bool {
-			return e.key == q.Before || !strings.HasPrefix(e.key, under) && e.key > q.Prefix || take(e)
-		})
+		// Down from Before, span by span, the last span first.
+		for i := len(spans) - 1; i >= 0 && len(got) <= q.Limit; i-- {
+			s := spans[i]
+			if s.lo >= q.Before {
+				continue
+			}
+			top := q.Before
+			if s.hi != "" && s.hi < top {
+				top = s.hi
+			}
+			t.Descend(&entry{key: top}, func(e *entry) bool {
+				if e.key >= top {
+					return true // the cursor's own key, or the end of the span
+				}
+				if e.key < s.lo {
+					return false
+				}
+				got = append(got, e)
+				return len(got) <= q.Limit
+			})
+		}
 		if len(got) > q.Limit {
 			got = got[:q.Limit]
 			p.Prev = got[len(got)-1].key
@@ -119,21 +216,31 @@ func (x *index) page(q Query, now time.Time) Page {
 			p.Next = got[len(got)-1].key
 		}
 	} else {
-		from := q.Prefix
-		if q.After != "" && q.After >= from {
+		from := ""
+		if q.After != "" {
 			from = q.After + "\x00"
 		}
-		t.Ascend(&entry{key: from}, func(e *entry) bool {
-			if e.key != q.Prefix && e.key < under {
-				return true // between the prefix's own key and the keys under it
+		for _, s := range spans {
+			if len(got) > q.Limit {
+				break
 			}
-			return take(e)
-		})
+			lo := max(s.lo, from)
+			if s.hi != "" && lo >= s.hi {
+				continue
+			}
+			t.Ascend(&entry{key: lo}, func(e *entry) bool {
+				if !s.holds(e.key) {
+					return false
+				}
+				got = append(got, e)
+				return len(got) <= q.Limit
+			})
+		}
 		if len(got) > q.Limit {
 			got = got[:q.Limit]
 			p.Next = got[len(got)-1].key
 		}
-		if q.After != "" && len(got) > 0 && x.hasBefore(t, got[0].key, q.Prefix) {
+		if q.After != "" && len(got) > 0 && countBefore(t, spans, got[0].key) > 0 {
 			p.Prev = got[0].key
 		}
 	}
@@ -141,39 +248,23 @@ func (x *index) page(q Query, now time.Time) Page {
 	for i, e := range got {
 		p.Rows[i] = x.row(e, now)
 	}
-	p.Matches = matches(t, q.Prefix)
+	p.Matches = countIn(t, spans)
 	return p
 }
 
-// hasBefore reports whether t holds a key the prefix covers before key.
-func (x *index) hasBefore(t *btree.BTreeG[*entry], key, prefix string) bool {
-	found := false
-	t.Descend(&entry{key: key}, func(e *entry) bool {
-		if e.key == key {
-			return true
-		}
-		if prefix != "" && e.key > prefix && !strings.HasPrefix(e.key, prefix+"/") {
-			return true // between the prefix's own key and the keys under it
-		}
-		found = domain.KeyUnder(e.key, prefix)
-		return false
-	})
-	return found
-}
-
-// matches counts the keys the prefix (a key) covers in t: its own, and the range under it.
-func matches(t *btree.BTreeG[*entry], prefix string) int {
-	if prefix == "" {
-		return t.Len()
-	}
+// countBefore is the number of keys of t in the spans before key.
+func countBefore(t *btree.BTreeG[*entry], spans []span, key string) int {
 	n := 0
-	if _, ok := t.Get(&entry{key: prefix}); ok {
-		n = 1
+	for _, s := range spans {
+		if s.lo >= key {
+			break
+		}
+		if s.hi == "" || s.hi > key {
+			s.hi = key
+		}
+		n += count(t, s)
 	}
-	under := prefix + "/"
-	from := rank(t, func(e *entry) bool { return e.key < under })
-	to := rank(t, func(e *entry) bool { return e.key < under || strings.HasPrefix(e.key, under) })
-	return n + to - from
+	return n
 }
 
 // Day is one day of the time line: the windows that start on it.
@@ -187,8 +278,12 @@ type Day struct {
 // timelineSample is how many windows of a day the time line names.
 const timelineSample = 5
 
-// timeline is the windows that start on each of the days UTC days from now's.
-func (x *index) timeline(now time.Time, days int) []Day {
+// timeline is the windows that start on each of the days UTC days from now's, of the entities
+// c sees (nil: the whole fleet).
+func (x *index) timeline(now time.Time, days int, c *Customer) []Day {
+	if c != nil {
+		return x.timelineWithin(now, days, spansFor(c))
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	first := now.UTC().Truncate(24 * time.Hour)
@@ -210,6 +305,42 @@ func (x *index) timeline(now time.Time, days int) []Day {
 			})
 		}
 		out[d] = day
+	}
+	return out
+}
+
+// timelineWithin is the time line of the entities of the spans: a walk over them, where the
+// fleet's time line reads its counts per hour.
+func (x *index) timelineWithin(now time.Time, days int, spans []span) []Day {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	first := now.UTC().Truncate(24 * time.Hour)
+	from, to := first.UnixNano(), first.Add(time.Duration(days)*24*time.Hour).UnixNano()
+	out := make([]Day, days)
+	firsts := make([][]timed, days)
+	x.each(spans, func(e *entry) {
+		if !e.hasWindow || e.winStart < from || e.winStart >= to {
+			return
+		}
+		d := (e.winStart - from) / int64(24*time.Hour)
+		out[d].Windows++
+		// The earliest timelineSample of the day, by start then key (the fleet's order).
+		f, w := firsts[d], timed{e.winStart, e}
+		i, _ := slices.BinarySearchFunc(f, w, func(a, b timed) int {
+			if lessTimed(a, b) {
+				return -1
+			}
+			return 1
+		})
+		if i < timelineSample {
+			firsts[d] = slices.Insert(f, i, w)[:min(len(f)+1, timelineSample)]
+		}
+	})
+	for d := range out {
+		out[d].Date = first.Add(time.Duration(d) * 24 * time.Hour).Format(time.DateOnly)
+		for _, w := range firsts[d] {
+			out[d].First = append(out[d].First, x.row(w.e, now))
+		}
 	}
 	return out
 }

@@ -50,7 +50,10 @@ type layout struct {
 	Live  bool   // the page follows its changes
 	At    time.Time
 	Seq   uint64 // the changes published when the page was rendered
-	Body  any
+	// Viewer is the name of the customer whose token the request carries ("" the operator):
+	// its pages leave out what is not its own (the campaigns).
+	Viewer string
+	Body   any
 }
 
 // format is what a request asks for.
@@ -86,9 +89,14 @@ func negotiate(r *http.Request) format {
 	return best
 }
 
-// html renders page name with body.
-func (v *View) html(w http.ResponseWriter, status int, name string, l layout) {
+// html renders page name with body, for the viewer of r.
+func (v *View) html(w http.ResponseWriter, r *http.Request, status int, name string, l layout) {
 	l.At, l.Seq = v.cfg.Now().UTC(), v.live.seq.Load()
+	if c := viewer(r); c != nil {
+		// The count of changes is the whole fleet's: a customer is not told it, and its live
+		// page refreshes once as its stream opens instead.
+		l.Viewer, l.Seq = c.Name, 0
+	}
 	var b bytes.Buffer
 	if err := v.pages.sets[name].ExecuteTemplate(&b, "layout.html", l); err != nil {
 		v.log.Error("render page", "page", name, "error", err)
@@ -121,7 +129,7 @@ func (v *View) answer(w http.ResponseWriter, r *http.Request, name string, l lay
 		v.json(w, http.StatusOK, l.Body)
 		return
 	}
-	v.html(w, http.StatusOK, name, l)
+	v.html(w, r, http.StatusOK, name, l)
 }
 
 // errorBody is the JSON of an error.
@@ -143,7 +151,7 @@ func (v *View) fail(w http.ResponseWriter, r *http.Request, status int, msg stri
 		http.Error(w, msg, status)
 		return
 	}
-	v.html(w, status, "error", layout{Title: http.StatusText(status), Body: errorBody{Status: status, Message: msg}})
+	v.html(w, r, status, "error", layout{Title: http.StatusText(status), Body: errorBody{Status: status, Message: msg}})
 }
 
 // assets serves the embedded style sheet and script.

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,7 +124,7 @@ func (v *View) Serve(ctx context.Context, ln net.Listener) error {
 	if v.cfg.tls != nil {
 		scheme = "https"
 	}
-	v.log.Info("web view listening", "url", scheme+"://"+ln.Addr().String(), "token", v.cfg.token != "", "client_certificates", v.cfg.ClientCA != "")
+	v.log.Info("web view listening", "url", scheme+"://"+ln.Addr().String(), "token", v.cfg.TokenFile != "", "customer_tokens", v.cfg.tokens.customers(), "client_certificates", v.cfg.ClientCA != "")
 	errc := make(chan error, 1)
 	go func() {
 		if v.cfg.tls != nil {
@@ -184,10 +185,24 @@ func (v *View) makeFollowers() []*follower {
 	f := func(bucket string) *follower {
 		return &follower{js: v.js, bucket: bucket, log: v.log, retry: v.cfg.Retry}
 	}
-	records := f(domain.Bucket)
-	records.reset = func() { v.setLoaded(false); v.loading.Store(0); v.fleet.reset() }
-	records.apply = v.applyRecords
-	records.caughtUp = func() { v.setLoaded(true); v.live.publish(topic{kind: topicFleet}) }
+	// One follower per cell: each resets and catches up on its own cell's records.
+	var cells []*follower
+	for _, c := range domain.AllCells() {
+		records := f(c.RecordsBucket())
+		records.key = domain.KeyOfLocated
+		records.reset = func() {
+			v.setLoaded(false)
+			v.fleet.resetWhere(func(key string) bool { return domain.CellOf(key) == c })
+		}
+		records.apply = v.applyRecords
+		records.caughtUp = func() {
+			if v.recordsRead() {
+				v.setLoaded(true)
+				v.live.publish(topic{kind: topicFleet})
+			}
+		}
+		cells = append(cells, records)
+	}
 
 	policies := f(bucketPolicies)
 	policies.reset = func() { v.fleet.clearPolicies() }
@@ -204,7 +219,17 @@ func (v *View) makeFollowers() []*follower {
 	entities.reset = v.campaigns.resetEntities
 	entities.apply = func(b []change) { v.publishCampaigns(v.campaigns.applyEntities(b)) }
 	entities.caughtUp = v.report
-	return []*follower{records, policies, states, entities}
+	return append(cells, policies, states, entities)
+}
+
+// recordsRead reports whether every cell's records were read once.
+func (v *View) recordsRead() bool {
+	for _, f := range v.followers {
+		if strings.HasPrefix(f.bucket, domain.RecordsBucketPrefix) && !f.read.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *View) applyRecords(batch []change) {
@@ -219,12 +244,14 @@ func (v *View) applyRecords(batch []change) {
 	for i, c := range batch {
 		keys[i] = c.key
 	}
-	v.live.publish(topic{kind: topicFleet})
+	v.live.publishKeys(topicFleet, keys)
 	v.live.publishKeys(topicEntity, keys)
 }
 
 func (v *View) applyPolicies(batch []change) {
+	scopes := make([]string, 0, len(batch))
 	for _, c := range batch {
+		scopes = append(scopes, c.key)
 		if c.deleted {
 			v.fleet.setPolicy(c.key, nil)
 			continue
@@ -238,8 +265,10 @@ func (v *View) applyPolicies(batch []change) {
 		v.fleet.setPolicy(c.key, &fleet.InForce{Policy: p, Since: c.at})
 	}
 	if v.loaded.Load() {
-		v.live.publish(topic{kind: topicFleet})
-		v.live.publish(topic{kind: topicEntity})
+		// A policy changes the conflicts of the entities its scope covers, and what their
+		// pages show.
+		v.live.publishKeys(topicFleet, scopes)
+		v.live.publishUnder(topicEntity, scopes)
 	}
 }
 

@@ -219,7 +219,7 @@ func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 // filters are what a subscription's consumer reads of MAINT_WEBHOOK: every event (of the
 // entities and of the campaigns) and notice, and its own replays.
 func filters(sub string) []string {
-	return []string{domain.EventPrefix + "*", domain.CampaignEventPrefix + "*", domain.NoticePrefix + "*", domain.WebhookReplaySubject(sub, "*")}
+	return []string{domain.AllEventsFilter, domain.CampaignEventPrefix + "*", domain.AllNoticesFilter, domain.WebhookReplaySubject(sub, "*")}
 }
 
 // consumerConfig is the settings of a subscription's consumer, but where it starts.

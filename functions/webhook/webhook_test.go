@@ -161,7 +161,7 @@ func TestWebhook_DeliversNotices(t *testing.T) {
 	due.States = []domain.State{domain.StatePending}
 	start(t, env, webhook.Config{Subscriptions: []webhook.Subscription{due}})
 	notice := func(id, kind string, state domain.State) {
-		m := nats.NewMsg(domain.NoticePrefix + domain.MustKey(cluster(1)))
+		m := nats.NewMsg(domain.NoticeSubject(domain.MustKey(cluster(1))))
 		m.Data = []byte(`{"noticeId":"` + id + `","kind":"` + kind + `","resourceId":"` + cluster(1) + `","state":"` + string(state) + `"}`)
 		m.Header.Set(domain.HeaderMsgID, id)
 		domain.SetCloudEventHeaders(m.Header, domain.NoticeCEType(kind), id, cluster(1), time.Now())

@@ -132,8 +132,8 @@ func expectations(f fleet, queriedAt time.Time) map[string]map[string]map[string
 			// per entity sent by then (its size is read at most every 10 s, so perhaps the
 			// first batch's alone), the rest far below the threshold.
 			"Subjects per stream": {"A": {series: perStream(f.streams, func(s string) check {
-				if s == "KV_"+domain.Bucket {
-					return within(float64(len(kinds)), float64(len(kinds))*n)
+				if strings.HasPrefix(s, "KV_"+domain.RecordsBucketPrefix) {
+					return within(0, float64(len(kinds))*n)
 				}
 				return within(0, 1e5)
 			})}},

@@ -119,15 +119,7 @@ func (r *replica) terminate(t *testing.T) {
 
 func storedEvents(t *testing.T, js jetstream.JetStream) uint64 {
 	t.Helper()
-	s, err := js.Stream(context.Background(), domain.EventsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return testenv.StoredMsgs(js, domain.EventsStreams()...)
 }
 
 // startServer is a NATS server on loopback TCP with monitoring, provisioned by the dev

@@ -113,11 +113,10 @@ func LoadSecurity(f SecurityFiles) (*Security, error) {
 
 // UserEntry is one entry of the --users file (natsconf.User as JSON).
 type UserEntry struct {
-	Name string        `json:"name"`
-	Role natsconf.Role `json:"role"`
-	Nkey string        `json:"nkey"`
-	// Scopes, for a customer: /subscriptions/<id> or /subscriptions/<id>/resourceGroups/<name>.
-	Scopes []string `json:"scopes,omitempty"`
+	Name   string        `json:"name"`
+	Role   natsconf.Role `json:"role"`
+	Nkey   string        `json:"nkey"`
+	Scopes []string      `json:"scopes,omitempty"`
 }
 
 // readUsers reads a --users file: the users with their public keys (never a seed).
@@ -128,7 +127,7 @@ func readUsers(path string) ([]natsconf.User, error) {
 	}
 	var entries []UserEntry
 	if err := domain.DecodeKnown(b, &entries); err != nil {
-		return nil, fmt.Errorf(`--users %s: %w (want [{"name":"alice","role":"admin","nkey":"U…"}], a customer with "scopes":["/subscriptions/<id>"])`, path, err)
+		return nil, fmt.Errorf(`--users %s: %w (want [{"name":"alice","role":"admin","nkey":"U…"}])`, path, err)
 	}
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("--users %s lists no user", path)

@@ -59,7 +59,7 @@ func TestUp_ThreeNodeClusterKeepsStateAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, domain.Cell(0).RecordsStream()} {
 		s, err := cl.JS.Stream(ctx, name)
 		if err != nil {
 			t.Fatalf("stream %s: %v", name, err)

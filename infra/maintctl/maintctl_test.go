@@ -35,8 +35,13 @@ func TestKey_WorksOffline(t *testing.T) {
 		t.Errorf("key printed %q, want %q", out, want)
 	}
 	doc := decodeJSON[map[string]string](t, c.ok("key", "-o", "json", "/A.B"))
-	if doc["key"] != "a=2eb" || doc["resourceId"] != "/A.B" {
+	if doc["key"] != "a=2eb" || doc["resourceId"] != "/A.B" || doc["bucket"] != domain.CellOf("a=2eb").RecordsBucket() || doc["recordKey"] != "_._.a=2eb" {
 		t.Errorf("key -o json = %v", doc)
+	}
+	// Where the record is, as `nats kv get` takes it: the cell's bucket, then the located key.
+	key := domain.MustKey(testID)
+	if out, want := c.ok("key", "--record", testID), domain.CellOf(key).RecordsBucket()+" "+domain.Located(key)+"\n"; out != want {
+		t.Errorf("key --record printed %q, want %q", out, want)
 	}
 	r := c.run("key", "/")
 	if r.err == nil || !strings.Contains(r.err.Error(), "empty") {

@@ -144,33 +144,35 @@ func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testin
 	ctx := testenv.Context(t, time.Minute)
 
 	// Every revision of every record, with the time the server stored it.
-	kv, err := s.JS.KeyValue(ctx, domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Stop() }()
 	type revision struct {
 		rec    domain.Record
 		stored time.Time
 	}
 	var mu sync.Mutex
 	revs := map[string][]revision{}
-	go func() {
-		for e := range w.Updates() {
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			if rec, err := domain.DecodeRecord(e.Value()); err == nil {
-				mu.Lock()
-				revs[rec.ResourceID] = append(revs[rec.ResourceID], revision{rec, e.Created()})
-				mu.Unlock()
-			}
+	for _, cell := range domain.AllCells() {
+		kv, err := s.JS.KeyValue(ctx, cell.RecordsBucket())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		w, err := kv.WatchAll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = w.Stop() }()
+		go func() {
+			for e := range w.Updates() {
+				if e == nil || e.Operation() != jetstream.KeyValuePut {
+					continue
+				}
+				if rec, err := domain.DecodeRecord(e.Value()); err == nil {
+					mu.Lock()
+					revs[rec.ResourceID] = append(revs[rec.ResourceID], revision{rec, e.Created()})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
 
 	ids := testenv.ResourceIDs("at", 24)
 	for round, start := range []string{"+20s", "+25s"} {
@@ -183,8 +185,7 @@ func TestNotices_DatedNoEarlierThanWhatTheyJudgeAndWatchSinceInAtOrder(t *testin
 	}
 	// Each entity's last window gets its reminder.
 	testenv.Eventually(t, 30*time.Second, "a reminder of every entity's last window", func() bool {
-		st, err := s.JS.Stream(ctx, domain.NoticesStream)
-		return err == nil && st.CachedInfo().State.Msgs >= uint64(len(ids)+len(ids)/2)
+		return testenv.StoredMsgs(s.JS, domain.NoticesStreams()...) >= uint64(len(ids)+len(ids)/2)
 	})
 
 	mu.Lock()

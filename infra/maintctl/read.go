@@ -628,14 +628,16 @@ func (a *app) writeWatchItem(it client.TimelineItem) error {
 }
 
 func (a *app) keyCommand() *cobra.Command {
-	return &cobra.Command{
+	var record bool
+	c := &cobra.Command{
 		Use:   "key RESOURCE-ID...",
 		Short: "Print the entity key of resource IDs (offline)",
 		Long: `Print the key of each RESOURCE-ID, one per line: lower-cased, the leading "/" dropped,
 [a-z0-9_/-] kept and every other byte written as "=" and two hex digits. Commands go to
-maint.cmd.<key>, outcome events to maint.evt.<key>, and the record is the bucket key <key>.
-Needs no server.`,
-		Example:           "  maintctl key " + exampleID + "\n  nats kv get maintenance $(maintctl key " + exampleID + ")",
+maint.cmd.<key> and outcome events to maint.evt.<key>. With --record, print where the record
+is instead: its cell's bucket and its key there (<subscription>.<resource group>.<key>), as
+` + "`nats kv get`" + ` takes them. -o json gives all of them. Needs no server.`,
+		Example:           "  maintctl key " + exampleID + "\n  nats kv get $(maintctl key --record " + exampleID + ")",
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: a.completeIDs(1 << 20),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -647,22 +649,35 @@ Needs no server.`,
 				}
 				keys = append(keys, k)
 			}
+			doc := func(i int) map[string]string {
+				k := keys[i]
+				return map[string]string{"resourceId": args[i], "key": k,
+					"bucket": domain.CellOf(k).RecordsBucket(), "recordKey": domain.Located(k),
+					"eventsStream": domain.EventStreamOf(k), "eventSubject": domain.EventSubject(k),
+					"noticesStream": domain.NoticeStreamOf(k), "noticeSubject": domain.NoticeSubject(k)}
+			}
 			if a.json() {
 				if len(keys) == 1 {
-					return a.writeJSON(map[string]string{"resourceId": args[0], "key": keys[0]})
+					return a.writeJSON(doc(0))
 				}
 				docs := make([]map[string]string, len(keys))
 				for i := range keys {
-					docs[i] = map[string]string{"resourceId": args[i], "key": keys[i]}
+					docs[i] = doc(i)
 				}
 				return a.writeJSON(docs)
 			}
 			for _, k := range keys {
-				if _, err := fmt.Fprintln(a.stdout, k); err != nil {
+				line := k
+				if record {
+					line = domain.CellOf(k).RecordsBucket() + " " + domain.Located(k)
+				}
+				if _, err := fmt.Fprintln(a.stdout, line); err != nil {
 					return err
 				}
 			}
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&record, "record", false, "print the record's bucket and its key there")
+	return c
 }

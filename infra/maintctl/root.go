@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	ui "maintsignals/infra/cli"
+	natsconf "maintsignals/infra/nats"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
@@ -66,6 +67,7 @@ type app struct {
 	logFormat   string
 	logLevel    string
 	signKey     string        // seed file signing commands (--sign-key)
+	scopes      []string      // the scopes a confined customer reads (--scope)
 	stuckAfter  time.Duration // --stuck-after of get and list (0: the default)
 
 	log *slog.Logger
@@ -191,6 +193,7 @@ func (a *app) globalFlags(root *cobra.Command) {
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.signKey, "sign-key", a.env(envSignKey), "file with the user nkey seed (SU…) that signs commands ($"+envSignKey+"); NATS authentication is --nkey")
+	pf.StringSliceVar(&a.scopes, "scope", splitList(a.env("MAINT_SCOPES")), "as a customer confined to tenants: the `PREFIX` of a subscription or resource group you may read (repeat, or comma-separated; $MAINT_SCOPES); list, history, notices and watch read only these")
 	a.nats = natsconn.FromEnv(a.env)
 	a.nats.Servers = "" // --server has it
 	a.nats.Flags(pf)
@@ -201,6 +204,17 @@ func (a *app) globalFlags(root *cobra.Command) {
 	a.completeFlag(root, "context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return natsconn.KnownContexts(a.env), cobra.ShellCompDirectiveNoFileComp
 	})
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Signing key variables: MAINT_SIGN_KEY, and the name it had when --nkey still meant signing.
@@ -308,7 +322,12 @@ func (a *app) connect(ctx context.Context, timeout time.Duration) (*client.Clien
 	if err != nil {
 		return nil, connectAdvice(err, "is `maintctl up` running? set --server, NATS_URL or --context")
 	}
-	return client.FromConn(conn, client.Options{Logger: a.log, Signer: signer}), nil
+	scopes, err := natsconf.ParseScopes(a.scopes)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("--scope: %w", err)
+	}
+	return client.FromConn(conn, client.Options{Logger: a.log, Signer: signer, Scopes: scopes}), nil
 }
 
 // connectAdvice says what to do about a failed connection; unreachable is the advice when

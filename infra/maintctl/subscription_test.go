@@ -121,6 +121,9 @@ func TestSubscription_CustomersThroughUp(t *testing.T) {
 	as := func(name string, role natsconf.Role) *cli {
 		cc := c.with(t)
 		cc.as(keys[name], role)
+		if role == natsconf.RoleCustomer {
+			cc.env[natsconn.EnvInboxPrefix] = natsconf.TenantInboxPrefix(name)
+		}
 		cc.env[envSignKey] = keys[name].SeedFile
 		return cc
 	}

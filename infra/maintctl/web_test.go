@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -75,6 +78,63 @@ func TestUp_WebListen(t *testing.T) {
 		mustContain(t, "up's log", u.errOut.String(), "the web view's default address is taken; running without the web view")
 		if strings.Contains(u.out.String(), "web: http") {
 			t.Errorf("up serves a view on a taken address:\n%s", u.out)
+		}
+		if r := u.stop(); r.err != nil {
+			t.Errorf("up: %v", r.err)
+		}
+	})
+}
+
+func TestUp_WebTokens(t *testing.T) {
+	c := newCLI(t, nil)
+	write := func(name, body string) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const contoso, operator = "contoso-0123456789abcdef", "operator-0123456789abcdef"
+	t.Run("a bad file stops up, naming the flag and the field", func(t *testing.T) {
+		bad := write("bad.json", `[{"name":"contoso","token":"`+contoso+`","scopes":["/subscriptions/0b1f/resourceGroups"]}]`)
+		r := c.run("up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--web-tokens", bad)
+		if r.err == nil || !strings.Contains(r.err.Error(), "--web-tokens") || !strings.Contains(r.err.Error(), "InvalidParameter ([0].scopes[0])") {
+			t.Errorf("up with a bad tokens file: %v", r.err)
+		}
+	})
+	t.Run("each token sees its own", func(t *testing.T) {
+		tokens := write("tokens.json", `[{"name":"contoso","token":"`+contoso+`","scopes":["/subscriptions/0b1f"]}]`)
+		u := startUpInProcess(t, c, 20*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "",
+			"--web-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t))),
+			"--web-token-file", write("token", operator), "--web-tokens", tokens)
+		m := webRE.FindStringSubmatch(u.out.String())
+		if m == nil {
+			t.Fatalf("up did not say where the web view is:\n%s", u.out)
+		}
+		c.env["NATS_URL"] = listenRE.FindStringSubmatch(u.out.String())[1]
+		c.ok("pending", testID)
+		c.ok("pending", strings.Replace(testID, "0b1f", "0b2f", 1))
+		entities := func(token string) int {
+			req, _ := http.NewRequest(http.MethodGet, m[1]+"/", nil)
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var p web.FleetPage
+			if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&p) != nil {
+				return -resp.StatusCode
+			}
+			return p.Entities
+		}
+		testenv.Eventually(t, 5*time.Second, "both on the operator's fleet page", func() bool { return entities(operator) == 2 })
+		if n := entities(contoso); n != 1 {
+			t.Errorf("contoso sees %d entities, want 1", n)
+		}
+		if n := entities("wrong-0123456789abcdef"); n != -http.StatusUnauthorized {
+			t.Errorf("a wrong token: %d", n)
 		}
 		if r := u.stop(); r.err != nil {
 			t.Errorf("up: %v", r.err)

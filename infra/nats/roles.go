@@ -78,11 +78,30 @@ func (r Role) InboxPrefix() string { return "_INBOX_" + string(r) }
 
 // Names of the contract used in subjects.
 const (
-	api      = "$JS.API."
-	kvStream = registry.RecordsStream
-	// KVSubjects are the subjects of the records in the bucket.
-	KVSubjects = registry.RecordSubjects
+	api = "$JS.API."
 )
+
+// KVSubjects are the subjects of the records in the cells' buckets.
+var KVSubjects = registry.RecordsSubjects
+
+// readEvents lets a role read the events (the cells', the policies' and campaigns') and the
+// notices.
+func readEvents() []string {
+	out := readStream(domain.EventsStream)
+	for _, s := range slices.Concat(registry.EventsStreams, registry.NoticesStreams) {
+		out = append(out, readStream(s)...)
+	}
+	return out
+}
+
+// readRecords lets a role read every cell's records.
+func readRecords() []string {
+	var out []string
+	for _, s := range registry.RecordsStreams {
+		out = append(out, readStream(s)...)
+	}
+	return out
+}
 
 // Permissions returns the permission set of a role. Each call returns a new value.
 func (r Role) Permissions() (*server.Permissions, error) {
@@ -96,8 +115,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 	case RoleAdmin:
 		pub = slices.Concat(
 			[]string{domain.CommandPrefix + "*", domain.PolicyPrefix + "*"},
-			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.DLQStream),
-			readStream(domain.NoticesStream), readStream(domain.PoliciesBucketStream),
+			readRecords(), readEvents(), readStream(domain.DLQStream), readStream(domain.PoliciesBucketStream),
 			// `maintctl dlq replay` deletes the dead letter it sent through again; a webhook
 			// delivery's goes back to its subscription through MAINT_WEBHOOK.
 			[]string{api + "STREAM.MSG.DELETE." + domain.DLQStream, domain.WebhookReplayPrefix + ">"},
@@ -108,7 +126,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 		// Reads too: client.Send waits for the outcome event and reads the record.
 		pub = slices.Concat(
 			[]string{domain.CommandPrefix + "*"},
-			readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream),
+			readRecords(), readEvents(),
 		)
 		sub = []string{domain.EventPrefix + ">", domain.NoticePrefix + ">"}
 	case RoleCampaign:
@@ -191,7 +209,7 @@ func readStream(s string) []string {
 
 // reads are a reader's: records, outcome events, notices and policies.
 func reads() []string {
-	return slices.Concat(readStream(kvStream), readStream(domain.EventsStream), readStream(domain.NoticesStream), readStream(domain.PoliciesBucketStream))
+	return slices.Concat(readRecords(), readEvents(), readStream(domain.PoliciesBucketStream))
 }
 
 // getOnly lets a role read single messages of a stream, without consumers of its own.
@@ -282,9 +300,7 @@ var adminPlane = []string{
 	// left out: an admin removes the one it replays.)
 	api + "STREAM.MSG.DELETE." + domain.CommandsStream,
 	api + "STREAM.MSG.DELETE." + domain.EventsStream,
-	api + "STREAM.MSG.DELETE." + domain.NoticesStream,
 	api + "STREAM.MSG.DELETE." + domain.ScheduleStream,
-	api + "STREAM.MSG.DELETE." + kvStream,
 	api + "STREAM.MSG.DELETE." + domain.PoliciesStream,
 	api + "STREAM.MSG.DELETE." + domain.PoliciesBucketStream,
 }
@@ -304,6 +320,9 @@ func unpins(r Role) bool {
 // denied is the explicit publish deny list of a non-operator role.
 func denied(r Role) []string {
 	d := slices.Clone(adminPlane)
+	for _, s := range slices.Concat(registry.RecordsStreams, registry.EventsStreams, registry.NoticesStreams) {
+		d = append(d, api+"STREAM.MSG.DELETE."+s) // a record, an event, a notice
+	}
 	if unpins(r) {
 		// A function replica that stops releases the consumers pinned to it (the allow list
 		// names only its own).
@@ -312,7 +331,8 @@ func denied(r Role) []string {
 	if r != RoleFunction {
 		// Only the functions write records, outcome events and dead letters: a forged
 		// "applied" event would make maintctl report a change that never happened.
-		d = append(d, KVSubjects, domain.EventPrefix+">", domain.DLQPrefix+">", domain.NoticePrefix+">")
+		d = append(d, KVSubjects...)
+		d = append(d, domain.EventPrefix+">", domain.DLQPrefix+">", domain.NoticePrefix+">")
 		// Nor the policies in force: a policy takes effect only through a policy command.
 		d = append(d, domain.PolicySubject(">"))
 	}

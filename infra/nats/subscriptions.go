@@ -79,37 +79,21 @@ func CustomerSubscriptions(scopes []domain.Scope) (pub, sub []string) {
 	return append(pub, userInfo), sub
 }
 
-// userPermissions is the permission set of user u: its role's, and for a customer with scopes
-// what those allow of the self-service subscriptions.
+// userPermissions is the permission set of user u (User.Permissions), and for a customer with
+// scopes what those allow of the self-service subscriptions.
 func userPermissions(u User) (*server.Permissions, error) {
-	p, err := u.Role.Permissions()
+	p, err := u.Permissions()
 	if err != nil || u.Role != RoleCustomer || len(u.Scopes) == 0 {
 		return p, err
 	}
-	scopes, err := parseScopes(u)
+	scopes, err := ParseScopes(u.Scopes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w %s: %w", ErrInvalidUser, u.Name, err)
 	}
 	pub, sub := CustomerSubscriptions(scopes)
 	p.Publish.Allow = appendNew(p.Publish.Allow, pub...)
 	p.Subscribe.Allow = appendNew(p.Subscribe.Allow, sub...)
 	return p, nil
-}
-
-// parseScopes reads a user's scopes, which only a customer takes.
-func parseScopes(u User) ([]domain.Scope, error) {
-	if len(u.Scopes) > 0 && u.Role != RoleCustomer {
-		return nil, fmt.Errorf("%w %s: scopes are for the customer role only", ErrInvalidUser, u.Name)
-	}
-	out := make([]domain.Scope, 0, len(u.Scopes))
-	for _, s := range u.Scopes {
-		sc, err := domain.ParseScope(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w %s: scope %q: %w (a scope is /subscriptions/<id> or /subscriptions/<id>/resourceGroups/<name>)", ErrInvalidUser, u.Name, s, err)
-		}
-		out = append(out, sc)
-	}
-	return out, nil
 }
 
 // userPermVar is the name, in a rendered file, of the permission set of a user with scopes of

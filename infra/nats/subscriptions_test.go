@@ -59,9 +59,13 @@ func subscriptionParties(t *testing.T) map[string]*client.Client {
 	s := testenv.Server(t, embedded.Config{StoreDir: t.TempDir(), Nkeys: nk})
 	out := map[string]*client.Client{}
 	for _, p := range parties {
+		inbox := p.role.InboxPrefix()
+		if len(p.scopes) > 0 {
+			inbox = natsconf.TenantInboxPrefix(p.name)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		conn, err := natsconn.Connect(ctx, natsconn.Options{Servers: s.InProcessURL(), Extra: []nats.Option{nats.InProcessServer(s.Server)},
-			Name: p.name, NkeyFile: seeds[p.name].SeedFile, InboxPrefix: p.role.InboxPrefix(), Logger: slog.New(slog.DiscardHandler)})
+			Name: p.name, NkeyFile: seeds[p.name].SeedFile, InboxPrefix: inbox, Logger: slog.New(slog.DiscardHandler)})
 		cancel()
 		if err != nil {
 			t.Fatalf("connect %s: %v", p.name, err)
@@ -92,8 +96,8 @@ func createCmd(id, name, scope string) subscription.Command {
 		URL: "https://hooks.example.com/in", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
 }
 
-// denied fails unless err is a permission refusal.
-func denied(t *testing.T, what string, err error) {
+// refused fails unless err is a permission refusal.
+func refused(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, natsconn.ErrPermissionDenied) {
 		t.Errorf("%s: %v, want a permission refusal", what, err)
@@ -120,11 +124,11 @@ func TestSubscriptions_CustomersAreConfinedToTheirTenants(t *testing.T) {
 		}
 	}
 	_, err := p["contoso"].SendSubscription(ctx, createCmd("c-3", "crm", fabrikamRG))
-	denied(t, "contoso creates in fabrikam's tenant", err)
+	refused(t, "contoso creates in fabrikam's tenant", err)
 	_, err = p["fabrikam"].SendSubscription(ctx, createCmd("f-2", "crm", fabrikamSub+"/resourceGroups/rg-other"))
-	denied(t, "fabrikam creates in another resource group of its subscription", err)
+	refused(t, "fabrikam creates in another resource group of its subscription", err)
 	_, err = p["fabrikam"].SendSubscription(ctx, subscription.Command{ID: "f-3", Action: domain.SubscriptionDelete, Name: "crm", Scope: contosoSub})
-	denied(t, "fabrikam deletes contoso's", err)
+	refused(t, "fabrikam deletes contoso's", err)
 
 	for party, want := range map[string]int{"contoso": 2, "fabrikam": 1, "admin": 3} {
 		subs, err := p[party].Subscriptions(ctx)
@@ -155,32 +159,32 @@ func rawReads(t *testing.T, ctx context.Context, p map[string]*client.Client) {
 			return subscription.Scan(ctx, c.JS, tokens, func(subscription.Stored, error) error { return nil })
 		})
 	}
-	denied(t, "fabrikam lists every subscription", scan(p["fabrikam"], ">"))
-	denied(t, "fabrikam lists contoso's", scan(p["fabrikam"], "0b1f6471-1bf0-4dda-aec3-111122223333.>"))
-	denied(t, "fabrikam lists its whole subscription above its resource group", scan(p["fabrikam"], "0b1f6471-1bf0-4dda-aec3-444455556666.>"))
-	denied(t, "the reader lists the subscriptions", scan(p["reader"], ">"))
+	refused(t, "fabrikam lists every subscription", scan(p["fabrikam"], ">"))
+	refused(t, "fabrikam lists contoso's", scan(p["fabrikam"], "0b1f6471-1bf0-4dda-aec3-111122223333.>"))
+	refused(t, "fabrikam lists its whole subscription above its resource group", scan(p["fabrikam"], "0b1f6471-1bf0-4dda-aec3-444455556666.>"))
+	refused(t, "the reader lists the subscriptions", scan(p["reader"], ">"))
 	for _, party := range []string{"contoso", "admin", "reader"} {
 		c := p[party]
 		err := c.Guard(ctx, "$JS.API.>", func(ctx context.Context) error {
 			_, err := c.JS.OrderedConsumer(ctx, domain.SubscriptionSecretsStream, jetstream.OrderedConsumerConfig{})
 			return err
 		})
-		denied(t, party+" reads the secrets", err)
+		refused(t, party+" reads the secrets", err)
 		err = c.Guard(ctx, "$JS.API.>", func(ctx context.Context) error {
 			_, err := c.JS.OrderedConsumer(ctx, domain.SubscriptionsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.SubscriptionCommandPrefix + ">"}})
 			return err
 		})
-		denied(t, party+" reads the commands (and their secrets)", err)
+		refused(t, party+" reads the commands (and their secrets)", err)
 	}
 	for _, party := range []string{"contoso", "admin"} {
 		for _, subject := range []string{domain.SubscriptionSubject("0b1f6471-1bf0-4dda-aec3-111122223333._.x"), domain.SubscriptionEventSubject("0b1f6471-1bf0-4dda-aec3-111122223333._.x")} {
 			_, err := p[party].Conn.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: []byte(`{}`)})
-			denied(t, party+" writes "+subject, err)
+			refused(t, party+" writes "+subject, err)
 		}
 	}
 	for _, party := range []string{"reader", "updater"} {
 		_, err := p[party].SendSubscription(ctx, createCmd(party+"-1", "crm", contosoSub))
-		denied(t, party+" sends a subscription command", err)
+		refused(t, party+" sends a subscription command", err)
 	}
 	err := p["fabrikam"].Guard(ctx, domain.SubscriptionEventPrefix+">", func(ctx context.Context) error {
 		sub, err := p["fabrikam"].NC.SubscribeSync(domain.SubscriptionEventPrefix + ">")
@@ -191,7 +195,7 @@ func rawReads(t *testing.T, ctx context.Context, p map[string]*client.Client) {
 		_, err = sub.NextMsgWithContext(ctx)
 		return err
 	})
-	denied(t, "fabrikam listens to every outcome", err)
+	refused(t, "fabrikam listens to every outcome", err)
 }
 
 // A user's scopes are a customer's and must be tenants: anything else is refused by name.
@@ -202,7 +206,7 @@ func TestUsers_ScopesAreACustomersTenants(t *testing.T) {
 		user natsconf.User
 		want string
 	}{
-		{"an admin with scopes", natsconf.User{Name: "alice", Role: natsconf.RoleAdmin, Nkey: u.Public, Scopes: []string{contosoSub}}, "scopes are for the customer role only"},
+		{"an admin with scopes", natsconf.User{Name: "alice", Role: natsconf.RoleAdmin, Nkey: u.Public, Scopes: []string{contosoSub}}, "only a customer takes scopes"},
 		{"a scope that is no tenant", natsconf.User{Name: "contoso", Role: natsconf.RoleCustomer, Nkey: u.Public, Scopes: []string{"/providers/x"}}, `scope "/providers/x"`},
 		{"a resource as a scope", natsconf.User{Name: "contoso", Role: natsconf.RoleCustomer, Nkey: u.Public, Scopes: []string{fabrikamRG + "/providers/p/c/c1"}}, "is not /subscriptions/<id>"},
 	} {

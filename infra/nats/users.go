@@ -20,9 +20,9 @@ type User struct {
 	// environment variable, "$MAINT_ADMIN_NKEY", which nats-server resolves when it loads the
 	// file.
 	Nkey string
-	// Scopes, for a customer, are the tenants it is confined to: subscriptions or resource
-	// groups (domain.ParseScope). They open the self-service subscriptions of those tenants
-	// to it (CustomerSubscriptions).
+	// Scopes confine a customer (TenantPermissions): /subscriptions/<id> or
+	// /subscriptions/<id>/resourceGroups/<name>. Other roles take none. They open the
+	// self-service subscriptions of those tenants to it too (CustomerSubscriptions).
 	Scopes []string
 }
 
@@ -55,12 +55,13 @@ func validateUsers(users []User, allowRefs bool) error {
 		case keys[u.Nkey]:
 			// One key in two roles would get the permissions of whichever the server saw last.
 			return fmt.Errorf("%w %s: its nkey belongs to another user too", ErrInvalidUser, u.Name)
+		case len(u.Scopes) > 0 && u.Role != RoleCustomer:
+			return fmt.Errorf("%w %s: only a customer takes scopes", ErrInvalidUser, u.Name)
+		case len(u.Scopes) > 0 && scopesErr(u.Scopes) != nil:
+			return fmt.Errorf("%w %s: %w", ErrInvalidUser, u.Name, scopesErr(u.Scopes))
 		case allowRefs && IsEnvRef(u.Nkey):
 		case !nkeys.IsValidPublicUserKey(u.Nkey):
 			return fmt.Errorf("%w %s: %q is not a public user nkey (U...)", ErrInvalidUser, u.Name, u.Nkey)
-		}
-		if _, err := parseScopes(u); err != nil {
-			return err
 		}
 		names[u.Name], keys[u.Nkey] = true, true
 	}
@@ -99,4 +100,9 @@ func DefaultUsers() []User {
 		{Name: "reader", Role: RoleReader, Nkey: "$MAINT_READER_NKEY"},
 		{Name: "customer", Role: RoleCustomer, Nkey: "$MAINT_CUSTOMER_NKEY"},
 	}
+}
+
+func scopesErr(scopes []string) error {
+	_, err := ParseScopes(scopes)
+	return err
 }

@@ -174,7 +174,7 @@ func (r Report) Changed() bool {
 
 // Streams returns the stream configurations of the contract.
 func Streams(c Config) []jetstream.StreamConfig {
-	streams := []jetstream.StreamConfig{
+	streams := append(CellStreams(c), []jetstream.StreamConfig{
 		{
 			Name:        domain.CommandsStream,
 			Description: "Maintenance-signal admin and outcome commands (audit, replay)",
@@ -192,10 +192,9 @@ func Streams(c Config) []jetstream.StreamConfig {
 		},
 		{
 			Name:        domain.EventsStream,
-			Description: "Maintenance-signal outcome events, one per command (audit history)",
-			// Entities' events, policy commands' one token deeper (their readers apart), and the
-			// campaigns' events.
-			Subjects:   []string{domain.EventPrefix + "*", domain.PolicyEventPrefix + "*", domain.CampaignEventPrefix + "*"},
+			Description: "Maintenance-signal outcome events of the policy commands and the campaigns (audit history)",
+			// The entities' events are in their cells' streams (CellStreams).
+			Subjects:   []string{domain.PolicyEventPrefix + "*", domain.CampaignEventPrefix + "*"},
 			Retention:  jetstream.LimitsPolicy,
 			MaxAge:     c.EventsMaxAge,
 			Duplicates: c.DuplicateWindow,
@@ -208,16 +207,6 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Subjects:    []string{domain.PolicyPrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.CommandsMaxAge,
-			Duplicates:  c.DuplicateWindow,
-			Storage:     c.Storage,
-			Replicas:    c.Replicas,
-		},
-		{
-			Name:        domain.NoticesStream,
-			Description: "Maintenance-signal lifecycle notices: reminders, due, overdue, stuck",
-			Subjects:    []string{domain.NoticePrefix + "*"},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      c.EventsMaxAge, // notices are kept as long as events
 			Duplicates:  c.DuplicateWindow,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
@@ -244,14 +233,14 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Storage:           c.Storage,
 			Replicas:          c.Replicas,
 		},
-	}
+	}...)
 	streams = append(streams, subscriptionStreams(c)...)
 	if c.Webhooks {
 		streams = append(streams, jetstream.StreamConfig{
 			Name:        domain.WebhookStream,
 			Description: "Maintenance-signal webhook feed: the events and notices, and deliveries sent again from the dead letters",
 			Subjects:    []string{domain.WebhookReplayPrefix + ">"},
-			Sources:     []*jetstream.StreamSource{{Name: domain.EventsStream}, {Name: domain.NoticesStream}},
+			Sources:     webhookSources(),
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.DLQMaxAge,
 			Storage:     c.Storage,
@@ -261,15 +250,63 @@ func Streams(c Config) []jetstream.StreamConfig {
 	return streams
 }
 
-// Bucket returns the KV bucket configuration.
-func Bucket(c Config) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      domain.Bucket,
-		Description: "Current maintenance record of every entity",
-		History:     1,
-		Storage:     c.Storage,
-		Replicas:    c.Replicas,
+// CellStreams returns the cells' streams of entity events and notices (domain.Cells each),
+// kept as long as the events.
+func CellStreams(c Config) []jetstream.StreamConfig {
+	var out []jetstream.StreamConfig
+	md := map[string]string{domain.MetaLayout: strconv.Itoa(domain.LayoutVersion)}
+	for _, cell := range domain.AllCells() {
+		out = append(out, jetstream.StreamConfig{
+			Name:        cell.EventsStream(),
+			Description: "Maintenance-signal outcome events of the entities of cell " + cell.String() + ", one per command (audit history)",
+			Subjects:    []string{cell.EventsSubjects()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.EventsMaxAge,
+			Duplicates:  c.DuplicateWindow,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			Metadata:    md,
+		}, jetstream.StreamConfig{
+			Name:        cell.NoticesStream(),
+			Description: "Maintenance-signal lifecycle notices of the entities of cell " + cell.String() + ": reminders, due, overdue, stuck",
+			Subjects:    []string{cell.NoticesSubjects()},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      c.EventsMaxAge, // notices are kept as long as events
+			Duplicates:  c.DuplicateWindow,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			Metadata:    md,
+		})
 	}
+	return out
+}
+
+// webhookSources are the streams the webhook feed copies: every cell's events and notices,
+// and the policies' and campaigns' events.
+func webhookSources() []*jetstream.StreamSource {
+	out := []*jetstream.StreamSource{{Name: domain.EventsStream}}
+	for _, cell := range domain.AllCells() {
+		out = append(out, &jetstream.StreamSource{Name: cell.EventsStream()}, &jetstream.StreamSource{Name: cell.NoticesStream()})
+	}
+	return out
+}
+
+// RecordsBuckets returns the configuration of every cell's records bucket (domain.Cells):
+// one revision per key, direct gets allowed (a tenant's reader may send only those; the
+// command function reads from the leader, store.Store.Get).
+func RecordsBuckets(c Config) []jetstream.KeyValueConfig {
+	var out []jetstream.KeyValueConfig
+	for _, cell := range domain.AllCells() {
+		out = append(out, jetstream.KeyValueConfig{
+			Bucket:      cell.RecordsBucket(),
+			Description: "Current maintenance record of every entity of cell " + cell.String(),
+			History:     1,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			Metadata:    map[string]string{domain.MetaLayout: strconv.Itoa(domain.LayoutVersion)},
+		})
+	}
+	return out
 }
 
 // PoliciesBucket returns the policies bucket's configuration: the policy in force of each
@@ -351,12 +388,37 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 	}
 	var rep Report
 	failed := map[string]bool{}
-	for _, sc := range Streams(c) {
+	// The cells first, and what the first layout kept moved into them (migrate.go), before
+	// the streams it was kept in change.
+	cells := true
+	for _, sc := range CellStreams(c) {
+		ch := ensureStream(ctx, js, sc)
+		failed[sc.Name] = ch.Action == Failed
+		cells = cells && ch.Action != Failed
+		rep = append(rep, ch)
+	}
+	for _, b := range RecordsBuckets(c) {
+		ch := ensureBucketDirect(ctx, js, b, true)
+		cells = cells && ch.Action != Failed
+		rep = append(rep, ch)
+	}
+	eventsMoved := false
+	if cells {
+		ev := migrateEvents(ctx, js)
+		eventsMoved = ev.Action != Failed
+		rep = append(rep, migrateRecords(ctx, js), ev, migrateNotices(ctx, js))
+	}
+	for _, sc := range Streams(c)[len(CellStreams(c)):] {
+		if sc.Name == domain.EventsStream && !eventsMoved {
+			// It still holds the entities' events of the first layout: left as it is.
+			rep = append(rep, Change{Kind: "stream", Name: sc.Name, Action: Unchanged})
+			continue
+		}
 		ch := ensureStream(ctx, js, sc)
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
 	}
-	rep = append(rep, ensureBucket(ctx, js, Bucket(c)), ensureBucket(ctx, js, PoliciesBucket(c)))
+	rep = append(rep, ensureBucket(ctx, js, PoliciesBucket(c)))
 	for _, b := range CampaignBuckets(c) {
 		rep = append(rep, ensureBucket(ctx, js, b))
 	}
@@ -398,6 +460,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	}
 	have := s.CachedInfo().Config
 	keepSourceStarts(have.Sources, want.Sources)
+	// A source added to an existing stream copies from now on, as a new stream's do.
+	if err := startSourcesAtEnd(ctx, js, want.Sources); err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
 	ch.Fields = streamDiff(have, want)
 	if len(ch.Fields) == 0 {
 		ch.Action = Unchanged
@@ -486,6 +553,11 @@ func sourceNames(ss []*jetstream.StreamSource) []string {
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) Change {
+	return ensureBucketDirect(ctx, js, want, want.Replicas <= 1)
+}
+
+// ensureBucketDirect creates or updates a bucket, with direct gets on or off.
+func ensureBucketDirect(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, direct bool) Change {
 	ch := Change{Kind: "bucket", Name: want.Bucket}
 	name := "KV_" + want.Bucket
 	s, err := js.Stream(ctx, name)
@@ -510,7 +582,10 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		add("storage", have.Storage != want.Storage)
 		add("replicas", have.Replicas != want.Replicas)
 		add("description", have.Description != want.Description)
-		add("allow_direct", have.AllowDirect != (want.Replicas <= 1))
+		add("allow_direct", have.AllowDirect != direct)
+		for k, v := range want.Metadata {
+			add("metadata", have.Metadata[k] != v)
+		}
 		if len(ch.Fields) == 0 {
 			ch.Action = Unchanged
 			return ch
@@ -526,7 +601,7 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 	// that lags, and a command judged on a stale record could be wrongly refused (a refusal
 	// writes nothing, so no compare-and-swap would catch it). With one replica there is no
 	// follower, and direct gets are much cheaper.
-	if want.Replicas <= 1 {
+	if direct {
 		return ch
 	}
 	if err := disableDirect(ctx, js, name); err != nil {

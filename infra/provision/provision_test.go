@@ -39,7 +39,7 @@ func TestRun_SecondRunChangesNothing(t *testing.T) {
 func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+	for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, domain.Cell(0).RecordsStream(), domain.Cell(7).RecordsStream()} {
 		if _, err := env.JS.Stream(ctx, name); err != nil {
 			t.Errorf("stream %s: %v", name, err)
 		}
@@ -67,11 +67,12 @@ func TestRun_CreatesEveryResourceOfTheContract(t *testing.T) {
 			}
 		}
 	}
-	// One replica: no follower can lag, so reads take the cheap direct path. (Replicated
-	// buckets read from their leader; the cluster fault test runs that way.)
-	kv, _ := env.JS.Stream(ctx, "KV_"+domain.Bucket)
-	if !kv.CachedInfo().Config.AllowDirect {
-		t.Error("a single-replica bucket refuses direct gets")
+	// Direct gets: what a user confined to a tenant may send.
+	for _, c := range domain.AllCells() {
+		kv, err := env.JS.Stream(ctx, c.RecordsStream())
+		if err != nil || !kv.CachedInfo().Config.AllowDirect || kv.CachedInfo().Config.Metadata[domain.MetaLayout] != "2" {
+			t.Errorf("bucket %s: %v, direct gets %v, metadata %v", c.RecordsBucket(), err, err == nil && kv.CachedInfo().Config.AllowDirect, err == nil && kv.CachedInfo().Config.Metadata != nil)
+		}
 	}
 }
 
@@ -216,8 +217,10 @@ func TestRun_WebhookFeedOnlyWhenAsked(t *testing.T) {
 	for _, s := range feed.CachedInfo().Config.Sources {
 		sources = append(sources, s.Name)
 	}
-	if !slices.Contains(sources, domain.EventsStream) || !slices.Contains(sources, domain.NoticesStream) {
-		t.Errorf("the feed sources %v, want the events and the notices", sources)
+	for _, want := range slices.Concat([]string{domain.EventsStream}, domain.EventsStreams(), domain.NoticesStreams()) {
+		if !slices.Contains(sources, want) {
+			t.Errorf("the feed sources %v, want the events and the notices of every cell (%s missing)", sources, want)
+		}
 	}
 
 	cfg.Webhooks = false
@@ -315,8 +318,15 @@ func TestRun_WebhookFeedOnExistingDataCopiesFromItsCreation(t *testing.T) {
 	for _, s := range feed.CachedInfo().Config.Sources {
 		starts[s.Name] = s.OptStartSeq
 	}
-	if starts[domain.EventsStream] != 51 || starts[domain.NoticesStream] != 51 {
-		t.Errorf("sources start at %v, want each at 51 (after the 50 stored)", starts)
+	// Each source starts after what its cell held: the 50 old ones spread over the cells.
+	held := map[domain.Cell]uint64{}
+	for i := range 50 {
+		held[domain.CellOf(fmt.Sprintf("k%d", i))]++
+	}
+	for _, c := range domain.AllCells() {
+		if starts[c.EventsStream()] != held[c]+1 || starts[c.NoticesStream()] != held[c]+1 {
+			t.Errorf("cell %d: sources start at %d and %d, want %d (after the %d stored)", c, starts[c.EventsStream()], starts[c.NoticesStream()], held[c]+1, held[c])
+		}
 	}
 	rep, err := provision.Run(ctx, env.JS, cfg)
 	if err != nil || rep.Changed() {
@@ -330,8 +340,8 @@ func TestRun_WebhookFeedOnExistingDataCopiesFromItsCreation(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	feed, _ = env.JS.Stream(ctx, domain.WebhookStream)
 	for _, s := range feed.CachedInfo().Config.Sources {
-		if s.OptStartSeq != 51 {
-			t.Errorf("after an update, source %s starts at %d, want 51", s.Name, s.OptStartSeq)
+		if s.OptStartSeq != starts[s.Name] {
+			t.Errorf("after an update, source %s starts at %d, want %d as before", s.Name, s.OptStartSeq, starts[s.Name])
 		}
 	}
 	if n := feed.CachedInfo().State.Msgs; n != 2 || feed.CachedInfo().Config.MaxAge != cfg.DLQMaxAge {

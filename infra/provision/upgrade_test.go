@@ -2,14 +2,18 @@ package provision_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -115,4 +119,128 @@ func consumerNames(t *testing.T, js jetstream.JetStream) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// A deployment of the first layout keeps its records in one bucket under the entity key.
+// Provisioning moves each into its cell under its located key, keeps what a cell holds
+// already (written since), and removes the old bucket; provisioning again changes nothing.
+// The events are not touched: the history stays.
+func TestRun_RecordsOfTheFirstLayoutMoveIntoTheCells(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, time.Minute)
+	old, err := env.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.Bucket, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	want := map[string]domain.Record{}
+	for i := range n {
+		id := fmt.Sprintf("/subscriptions/s%d/resourceGroups/rg%d/providers/p/c/c%03d", i%3, i%7, i)
+		r := domain.Record{ResourceID: id, State: domain.States[i%len(domain.States)], LastCommandID: fmt.Sprintf("cmd-%d", i),
+			LastCommandSeq: uint64(i + 1), Version: domain.RecordVersion}
+		if i%50 == 0 {
+			r = domain.Record{ResourceID: id, State: domain.StateNone, ForgottenAt: time.Now().UTC().Truncate(time.Second), LastCommandSeq: uint64(i + 1)}
+		}
+		b, err := domain.EncodeRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Put(ctx, domain.MustKey(id), b); err != nil {
+			t.Fatal(err)
+		}
+		want[domain.MustKey(id)] = r
+	}
+	// A key deleted in the old bucket stays gone; one a cell holds already keeps the cell's.
+	gone := domain.MustKey("/subscriptions/s1/resourceGroups/rg1/providers/p/c/c001")
+	if err := old.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, gone)
+	newer := domain.MustKey("/subscriptions/s2/resourceGroups/rg2/providers/p/c/c002")
+	st, _ := store.Open(ctx, env.JS)
+	r := want[newer]
+	r.LastCommandID, r.LastCommandSeq = "since", 1000
+	if _, err := st.Put(ctx, newer, store.Versioned{}, r); err != nil {
+		t.Fatal(err)
+	}
+	want[newer] = r
+	// The events and notices of the first layout: maint.evt.<key> in MAINT_EVENTS,
+	// maint.notice.<key> in MAINT_NOTICES.
+	evs, err := env.JS.Stream(ctx, domain.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evCfg := evs.CachedInfo().Config
+	evCfg.Subjects = append(evCfg.Subjects, domain.EventPrefix+"*")
+	if _, err := env.JS.UpdateStream(ctx, evCfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: domain.NoticesStream, Subjects: []string{domain.NoticePrefix + "*"}}); err != nil {
+		t.Fatal(err)
+	}
+	oldKeys := []string{newer, gone, domain.MustKey("/subscriptions/s0/resourceGroups/rg0/providers/p/c/c000")}
+	for i, key := range oldKeys {
+		for j := range 3 {
+			m := nats.NewMsg(domain.EventPrefix + key)
+			m.Header.Set(domain.HeaderMsgID, fmt.Sprintf("old-%d-%d", i, j))
+			m.Data = []byte(fmt.Sprintf(`{"commandId":"old-%d-%d","outcome":"applied"}`, i, j))
+			if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := nats.NewMsg(domain.NoticePrefix + key)
+		m.Data = []byte(fmt.Sprintf(`{"noticeId":"n-%d","kind":"reminder"}`, i))
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rep, err := provision.Run(ctx, env.JS, provision.Config{})
+	if err != nil {
+		t.Fatalf("provision: %v\n%v", err, rep)
+	}
+	moved := slices.IndexFunc(rep, func(c provision.Change) bool { return c.Kind == "migrate" })
+	if moved < 0 || rep[moved].Action != provision.Updated || !slices.Contains(rep[moved].Fields, fmt.Sprintf("%d records moved", n-2)) ||
+		!slices.Contains(rep[moved].Fields, "1 already there") {
+		t.Errorf("report: %v", rep)
+	}
+	for key, w := range want {
+		got, rev, err := st.Get(ctx, key)
+		if err != nil || rev == 0 || got.LastCommandID != w.LastCommandID || got.State != w.State || !got.ForgottenAt.Equal(w.ForgottenAt) {
+			t.Errorf("%s: %+v rev %d (%v), want %+v", key, got, rev, err, w)
+		}
+	}
+	if got, rev, err := st.Get(ctx, gone); err != nil || rev != 0 {
+		t.Errorf("the deleted key reads %+v rev %d (%v), want never seen", got, rev, err)
+	}
+	if _, err := env.JS.Stream(ctx, "KV_"+domain.Bucket); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("the old bucket is still there (%v)", err)
+	}
+	// Every event and notice moved into its cell under the new subject, in order; the old
+	// subjects hold nothing, MAINT_NOTICES is gone and MAINT_EVENTS keeps the rest.
+	for i, key := range oldKeys {
+		got := testenv.Events(t, env.JS, domain.EventSubject(key))
+		if len(got) != 3 || got[0].CommandID != fmt.Sprintf("old-%d-0", i) || got[2].CommandID != fmt.Sprintf("old-%d-2", i) {
+			t.Errorf("%s: events %+v, want its 3 in order", key, got)
+		}
+		n := 0
+		testenv.ReadStream(t, env.JS, domain.NoticeStreamOf(key), func(m jetstream.Msg) {
+			if m.Subject() == domain.NoticeSubject(key) {
+				n++
+			}
+		})
+		if n != 1 {
+			t.Errorf("%s: %d notices in its cell, want 1", key, n)
+		}
+	}
+	if _, err := env.JS.Stream(ctx, domain.NoticesStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("MAINT_NOTICES is still there (%v)", err)
+	}
+	if evs, err := env.JS.Stream(ctx, domain.EventsStream); err != nil || evs.CachedInfo().State.Msgs != 0 || slices.Contains(evs.CachedInfo().Config.Subjects, domain.EventPrefix+"*") {
+		t.Errorf("MAINT_EVENTS after the move: %v, %+v", err, evs.CachedInfo())
+	}
+	rep, err = provision.Run(ctx, env.JS, provision.Config{})
+	if err != nil || rep.Changed() {
+		t.Errorf("provisioning again: %v\n%v", err, rep)
+	}
 }

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -49,7 +51,7 @@ func campaignFunction() Function {
 		// the policies.
 		Access: Access{
 			Publish: []string{domain.CommandPrefix + "*", domain.CampaignEventPrefix + "*", CampaignsSubjects, CampaignEntitySubjects},
-			Read:    []string{CampaignsStream, CampaignEntitiesStream, domain.EventsStream, CampaignListsStream, RecordsStream, domain.PoliciesBucketStream},
+			Read:    slices.Concat([]string{CampaignsStream, CampaignEntitiesStream, domain.EventsStream, CampaignListsStream, domain.PoliciesBucketStream}, RecordsStreams, EventsStreams),
 			Get:     []string{domain.ScheduleStream},
 		},
 		Flags: campaignFlags,

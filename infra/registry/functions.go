@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,12 +34,12 @@ func commandFunction() Function {
 		Consumers: commandConsumers,
 		Serves:    []Serve{{Stream: domain.CommandsStream, Consumer: "*", Prefix: domain.CommandConsumerPrefix, Pinned: true}},
 		Access: Access{
-			Publish: []string{domain.EventPrefix + "*", domain.DLQPrefix + "*", RecordSubjects},
+			Publish: append([]string{domain.AllEventsFilter, domain.DLQPrefix + "*"}, RecordsSubjects...),
 			// Its view of the policies: every revision the bucket keeps, followed live.
-			Read: []string{RecordsStream, domain.PoliciesBucketStream},
+			Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...),
 			// A redelivered command checks whether its outcome is already out (the last event of
 			// its entity).
-			Get: []string{domain.EventsStream},
+			Get: EventsStreams,
 			// It finds the partition consumers that provisioning created.
 			API: []string{"$JS.API.CONSUMER.NAMES." + domain.CommandsStream},
 		},
@@ -229,7 +230,7 @@ func emitterFunction() Function {
 		// It scans the bucket and follows the policies (cluster.maintenance.conflicts); a lone
 		// replica reads the tick interval from the schedule; it finds the shard consumers that
 		// provisioning created; it reports the size of every stream (cluster.maintenance.stream.*).
-		Access: Access{Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream},
+		Access: Access{Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: []string{domain.ScheduleStream},
 			API: append([]string{scheduleConsumerNames}, streamInfos()...)},
 		Flags: emitterFlags,
 	}
@@ -264,7 +265,7 @@ func noticesFunction() Function {
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.NoticesShardPrefix, Pinned: true}},
 		// It scans the bucket, follows the policies (the conflict notices) and reads the last
 		// notice of an entity; it finds its shard consumers.
-		Access: Access{Publish: []string{domain.NoticePrefix + "*"}, Read: []string{RecordsStream, domain.PoliciesBucketStream}, Get: []string{domain.ScheduleStream, domain.NoticesStream},
+		Access: Access{Publish: []string{domain.AllNoticesFilter}, Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: append([]string{domain.ScheduleStream}, NoticesStreams...),
 			API: []string{scheduleConsumerNames}},
 		Flags: noticesFlags,
 	}
@@ -380,7 +381,7 @@ func webhookAccess() Access {
 	return Access{
 		Publish: []string{domain.DLQPrefix + "*"},
 		Read:    []string{domain.SubscriptionsBucketStream},
-		Get:     []string{domain.SubscriptionSecretsStream, domain.WebhookStream, domain.EventsStream, domain.NoticesStream},
+		Get:     slices.Concat([]string{domain.SubscriptionSecretsStream, domain.WebhookStream, domain.EventsStream}, EventsStreams, NoticesStreams),
 		API: []string{"$JS.API.CONSUMER.NAMES." + domain.WebhookStream,
 			"$JS.API.CONSUMER.DELETE." + domain.WebhookStream + ".*"},
 	}

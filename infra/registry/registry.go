@@ -97,9 +97,9 @@ func (s Serve) Matches(stream, consumer string) bool {
 
 // Access is what a function does on NATS besides serving its consumers.
 type Access struct {
-	// Publish lists the subjects it publishes to (RecordSubjects: it writes records).
+	// Publish lists the subjects it publishes to (RecordsSubjects: it writes records).
 	Publish []string
-	// Read lists the streams it reads through ordered consumers and gets (RecordsStream: it
+	// Read lists the streams it reads through ordered consumers and gets (RecordsStreams: it
 	// reads records or scans the bucket).
 	Read []string
 	// Get lists the streams it reads single messages of.
@@ -108,11 +108,30 @@ type Access struct {
 	API []string
 }
 
-// The bucket as NATS subjects and stream.
-const (
-	RecordsStream  = "KV_" + domain.Bucket
-	RecordSubjects = "$KV." + domain.Bucket + ".>"
+// The records' buckets (one per cell, domain.Cells) as NATS streams and subjects.
+var (
+	RecordsStreams  = recordsStreams()
+	RecordsSubjects = recordsSubjects()
+	// The cells' streams of entity events and of notices.
+	EventsStreams  = domain.EventsStreams()
+	NoticesStreams = domain.NoticesStreams()
 )
+
+func recordsStreams() []string {
+	var out []string
+	for _, c := range domain.AllCells() {
+		out = append(out, c.RecordsStream())
+	}
+	return out
+}
+
+func recordsSubjects() []string {
+	var out []string
+	for _, c := range domain.AllCells() {
+		out = append(out, "$KV."+c.RecordsBucket()+".>")
+	}
+	return out
+}
 
 // Instance is a function bound to the values of its flags.
 type Instance struct {

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	"context"
 	"errors"
 	"fmt"
@@ -29,16 +31,16 @@ func webFunction() Function {
 		Drain: 5 * time.Second,
 		// It follows the records, the policies and the campaigns' buckets, and reads the events
 		// (an entity's history, a campaign's lifecycle) and the notices.
-		Access: Access{Read: []string{RecordsStream, domain.EventsStream, domain.NoticesStream,
-			domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}},
-		Flags: webFlags,
+		Access: Access{Read: slices.Concat([]string{domain.EventsStream, domain.PoliciesBucketStream, "KV_" + domain.CampaignsBucket, "KV_" + domain.CampaignEntitiesBucket}, RecordsStreams, EventsStreams, NoticesStreams)},
+		Flags:  webFlags,
 	}
 }
 
 func webFlags(fs *pflag.FlagSet) Instance {
 	var cfg web.Config
-	fs.StringVar(&cfg.Listen, "web-listen", web.DefaultListen, `host:port of the web view ("" for none); beyond loopback it needs --web-token-file or --web-client-ca`)
+	fs.StringVar(&cfg.Listen, "web-listen", web.DefaultListen, `host:port of the web view ("" for none); beyond loopback it needs --web-token-file, --web-tokens or --web-client-ca`)
 	fs.StringVar(&cfg.TokenFile, "web-token-file", "", "file holding the bearer token every request to the web view must carry (at least 16 characters)")
+	fs.StringVar(&cfg.TokensFile, "web-tokens", "", `file of customer tokens for the web view, a JSON array [{"name","token","scopes":["/subscriptions/<id>"]}]: each holder sees the entities of its scopes only`)
 	fs.StringVar(&cfg.TLSCert, "web-tls-cert", "", "certificate (PEM) the web view serves HTTPS with")
 	fs.StringVar(&cfg.TLSKey, "web-tls-key", "", "key (PEM) of --web-tls-cert")
 	fs.StringVar(&cfg.ClientCA, "web-client-ca", "", "authorities (PEM) whose client certificates the web view requires (with --web-tls-cert)")
@@ -55,6 +57,9 @@ func webFlags(fs *pflag.FlagSet) Instance {
 				return nil
 			}
 			if err := web.Check(cfg); err != nil {
+				if errors.Is(err, web.ErrInvalidTokens) {
+					return fmt.Errorf("--web-tokens: %w", err)
+				}
 				return fmt.Errorf("--web-listen %s: %w", cfg.Listen, err)
 			}
 			var err error

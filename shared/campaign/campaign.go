@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"maintsignals/shared/campaignspec"
+	"maintsignals/shared/domain"
 )
 
 // Status is where a campaign stands.
@@ -64,9 +65,11 @@ type Campaign struct {
 	// Tally is the entities' phases as last counted, wave by wave (the status and the list
 	// read it, not every entity).
 	Tally Tally `json:"tally"`
-	// EventsSeq is how far the function has read MAINT_EVENTS for this campaign: the
-	// outcome events after it are still to be observed.
-	EventsSeq uint64 `json:"eventsSeq"`
+	// Events is how far the function has read each cell's events stream for this campaign:
+	// the outcome events after it are still to be observed.
+	Read Cursor `json:"read"`
+	// EventsSeq is how far a campaign of the first layout had read MAINT_EVENTS (Legacy).
+	EventsSeq uint64 `json:"eventsSeq,omitempty"`
 	// Commands are the campaign commands applied lately (at most MaxRemembered), so that one
 	// sent again is a duplicate.
 	Commands []Applied `json:"commands,omitempty"`
@@ -134,4 +137,27 @@ func (c *Campaign) Swept(generation int) *Campaign {
 func NewCampaign(s *campaignspec.Spec, at time.Time) *Campaign {
 	return &Campaign{ID: s.ID, Spec: s.Document(), Digest: s.Digest(), Status: StatusPlanning, Generation: 1,
 		Waves: make([]WaveState, len(s.Waves)), Tally: NewTally(s), CreatedAt: at, UpdatedAt: at, spec: s}
+}
+
+// Legacy reports whether the campaign was stored by the first layout, its reading of the
+// outcome events not yet moved to the cells' streams (Read is set from EventsSeq's time on).
+func (c *Campaign) Legacy() bool { return c.Read == Cursor{} && c.EventsSeq > 0 }
+
+// Cursor is a position in each cell's events stream (domain.Cells): the sequence read up to.
+type Cursor [domain.Cells]uint64
+
+// Max is the cursor at the further of c and o in every cell.
+func (c Cursor) Max(o Cursor) Cursor {
+	for i := range c {
+		c[i] = max(c[i], o[i])
+	}
+	return c
+}
+
+// Min is the cursor at the nearer of c and o in every cell.
+func (c Cursor) Min(o Cursor) Cursor {
+	for i := range c {
+		c[i] = min(c[i], o[i])
+	}
+	return c
 }

@@ -27,7 +27,9 @@ type Entity struct {
 	RetryAt time.Time `json:"retryAt,omitzero"`
 	// EventSeq is the MAINT_EVENTS sequence of the last outcome event observed: one at or
 	// before it is not observed again (the function reads the events again after a crash).
-	EventSeq uint64 `json:"eventSeq,omitempty"`
+	// (Named apart from the first layout's eventSeq, a sequence of MAINT_EVENTS: an entity
+	// stored then starts again from no outcome observed.)
+	EventSeq uint64 `json:"cellEventSeq,omitempty"`
 }
 
 // NeedsPlan reports whether the entity waits for a window (Replan gives it one).

@@ -201,13 +201,9 @@ func Subscription(resourceID string) string {
 
 // SubscriptionKey is Subscription for an entity key: "subscriptions/<sub>", or the key.
 func SubscriptionKey(key string) string {
-	rest, ok := strings.CutPrefix(key, "subscriptions/")
-	if !ok {
+	t := domain.TenantOf(key)
+	if t.Subscription == domain.NoToken {
 		return key
 	}
-	sub, _, _ := strings.Cut(rest, "/")
-	if sub == "" {
-		return key
-	}
-	return key[:len("subscriptions/")+len(sub)]
+	return "subscriptions/" + t.Subscription
 }

@@ -44,7 +44,8 @@ type Client struct {
 	ownConn bool
 	log     *slog.Logger
 	signer  nkeys.KeyPair // signs commands when set
-	pub     publisher     // publishes commands: Conn when set, else JS
+	scopes  []domain.Scope
+	pub     publisher // publishes commands: Conn when set, else JS
 
 	mu sync.Mutex
 	st *store.Store
@@ -64,6 +65,9 @@ type Options struct {
 	// Signer signs every command with its nkey (required where the command function demands
 	// signed commands).
 	Signer nkeys.KeyPair
+	// Scopes confine the reads to these tenants (a customer user confined by the server
+	// reads only through filters on them; README, Tenants). None: the whole fleet.
+	Scopes []domain.Scope
 }
 
 // Connect connects to servers, one URL or a comma-separated list for a cluster (a missing
@@ -95,7 +99,7 @@ func FromConn(conn *natsconn.Conn, o Options) *Client {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{NC: conn.NC, JS: conn.JS, Conn: conn, ownConn: true, log: log, signer: o.Signer, pub: conn}
+	return &Client{NC: conn.NC, JS: conn.JS, Conn: conn, ownConn: true, log: log, signer: o.Signer, pub: conn, scopes: domain.Disjoint(o.Scopes)}
 }
 
 // New wraps an existing connection (for example an in-process one). Close does not close it.
@@ -150,6 +154,10 @@ func (c *Client) store(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
+// ErrNotPermitted is wrapped when the server does not let this user read what was asked (an
+// entity outside a customer's scopes).
+var ErrNotPermitted = errors.New("not permitted")
+
 // ErrNotProvisioned is wrapped when a stream or the bucket does not exist.
 var ErrNotProvisioned = errors.New("streams and bucket are not provisioned (run `maintctl provision`, or `maintctl up` for a local stack)")
 
@@ -192,9 +200,20 @@ func (c *Client) Get(ctx context.Context, resourceID string) (Entity, error) {
 		if err != nil {
 			return err
 		}
+		if len(c.scopes) > 0 {
+			// Confined: a direct get names the subject, which the server checks.
+			if err := c.permits(resourceID, key); err != nil {
+				return err
+			}
+			rec, rev, err = st.Peek(ctx, key)
+			return err
+		}
 		rec, rev, err = st.Get(ctx, key)
 		return err
 	})
+	if errors.Is(err, natsconn.ErrPermissionDenied) {
+		return Entity{}, fmt.Errorf("%w: %s: %w", ErrNotPermitted, resourceID, err)
+	}
 	if err != nil {
 		return Entity{}, err
 	}
@@ -214,7 +233,7 @@ func (c *Client) Scan(ctx context.Context, fn func(Entity, error) error) error {
 		}
 		return st.Scan(ctx, func(e store.Entry, err error) error {
 			return fn(Entity{Key: e.Key, Revision: e.Revision, Record: e.Record}, err)
-		})
+		}, c.scopes...)
 	})
 }
 

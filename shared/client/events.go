@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -74,33 +72,33 @@ func (n *newest[T]) page() Page[T] {
 
 // Events reads the outcome events that f selects, oldest first, in one streaming pass.
 func (c *Client) Events(ctx context.Context, f StreamFilter) (Page[StoredEvent], error) {
-	subject, err := eventFilter(f.ResourceID)
+	srcs, err := c.eventSources(f.ResourceID)
 	if err != nil {
 		return Page[StoredEvent]{}, err
 	}
 	keep := newest[StoredEvent]{limit: f.Limit}
 	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		keep = newest[StoredEvent]{limit: f.Limit}
-		return c.eachEvent(ctx, subject, f.Since, func(ev StoredEvent) error { keep.add(ev); return nil })
+		return c.eachEvent(ctx, srcs, f.Since, func(ev StoredEvent) error { keep.add(ev); return nil })
 	})
 	return keep.page(), err
 }
 
-// EachEvent calls fn for every outcome event of resourceID ("" for every entity) kept in
-// MAINT_EVENTS, oldest first, in one streaming pass; fn's error stops it. An event that does
-// not decode is skipped with a warning.
+// EachEvent calls fn for every outcome event of resourceID ("" for every entity) kept in the
+// cells' events streams, oldest first, in one streaming pass; fn's error stops it. An event
+// that does not decode is skipped with a warning.
 func (c *Client) EachEvent(ctx context.Context, resourceID string, fn func(StoredEvent) error) error {
-	subject, err := eventFilter(resourceID)
+	srcs, err := c.eventSources(resourceID)
 	if err != nil {
 		return err
 	}
 	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		return c.eachEvent(ctx, subject, time.Time{}, fn)
+		return c.eachEvent(ctx, srcs, time.Time{}, fn)
 	})
 }
 
-func (c *Client) eachEvent(ctx context.Context, subject string, since time.Time, fn func(StoredEvent) error) error {
-	return c.eachStored(ctx, domain.EventsStream, subject, since, "history", func(data []byte, seq uint64) error {
+func (c *Client) eachEvent(ctx context.Context, srcs []source, since time.Time, fn func(StoredEvent) error) error {
+	return c.eachStoredIn(ctx, srcs, since, "history", func(data []byte, seq uint64) error {
 		ev, err := domain.DecodeEvent(data)
 		if err != nil {
 			c.log.Warn("skipping an outcome event that does not decode", "seq", seq, "error", err)
@@ -112,45 +110,12 @@ func (c *Client) eachEvent(ctx context.Context, subject string, since time.Time,
 
 // eachStored calls fn with every message of stream under subject (stored since then, when
 // since is set), oldest first, in one ordered pass that ends at the last message stored when
-// it starts; what names the errors.
+// it starts; what names the errors. It asks nothing of the stream but its consumer: a user
+// confined to a tenant may not look at a stream's subjects.
 func (c *Client) eachStored(ctx context.Context, stream, subject string, since time.Time, what string, fn func(data []byte, seq uint64) error) error {
-	s, err := c.JS.Stream(ctx, stream)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, notProvisioned(err))
-	}
-	// One entity's read counts its subject first (most entities have nothing to read); a read
-	// of the fleet, or from a time on, counts what its consumer has to deliver (counting a
-	// million subjects would cost more than the read).
-	fleet := strings.ContainsAny(subject, "*>")
-	var n uint64
-	if !fleet && since.IsZero() {
-		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		for _, v := range info.State.Subjects {
-			n += v
-		}
-		if n == 0 {
-			return nil
-		}
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if !since.IsZero() {
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
-	}
-	cons, err := s.OrderedConsumer(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if fleet || !since.IsZero() {
-		if n = cons.CachedInfo().NumPending; n == 0 {
-			return nil
-		}
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	it, n, err := c.readStream(ctx, stream, subject, since, what)
+	if err != nil || it == nil {
+		return err
 	}
 	defer it.Stop()
 	return readUpTo(ctx, it, n, what, fn)
@@ -193,23 +158,9 @@ func readUpTo(ctx context.Context, it jetstream.MessagesContext, n uint64, what 
 // count its leader gave.
 const catchUpWait = 2 * time.Second
 
-func eventFilter(resourceID string) (string, error) {
-	if resourceID == "" {
-		return domain.EventPrefix + "*", nil
-	}
-	key, err := domain.Key(resourceID)
-	if err != nil {
-		return "", err
-	}
-	return domain.EventSubject(key), nil
-}
-
-// Watcher delivers outcome events live, from the moment it was created (or from Since).
-type Watcher struct {
-	it  jetstream.MessagesContext
-	log *slog.Logger
-	c   *Client
-}
+// Watcher delivers outcome events live, from the moment it was created (or from Since): a
+// Timeline of the events alone.
+type Watcher struct{ t *Timeline }
 
 // WatchOptions selects what a Watcher delivers.
 type WatchOptions struct {
@@ -220,17 +171,17 @@ type WatchOptions struct {
 }
 
 // Watch starts watching outcome events. Events published after Watch returns are delivered;
-// it survives reconnects without losing or repeating events (an ordered consumer).
+// it survives reconnects without losing or repeating events (an ordered consumer per cell).
 func (c *Client) Watch(ctx context.Context, o WatchOptions) (*Watcher, error) {
-	subject, err := eventFilter(o.ResourceID)
+	srcs, err := c.eventSources(o.ResourceID)
 	if err != nil {
 		return nil, err
 	}
-	it, _, err := c.watchStream(ctx, domain.EventsStream, subject, o.Since, "watch")
+	t, err := c.timeline(ctx, TimelineOptions{ResourceID: o.ResourceID, Since: o.Since}, decoding(srcs, decodeEventItem))
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{it: it, log: c.log, c: c}, nil
+	return &Watcher{t: t}, nil
 }
 
 // watchStream reads stream live under subject with an ordered consumer (it survives reconnects
@@ -267,44 +218,17 @@ var ErrWatchStopped = errors.New("watch stopped")
 
 // Next waits for the next event until ctx ends (returning ctx's error). A permission
 // violation of the watch (its pulls, its replies) ends it at once with a
-// *natsconn.PermissionError.
+// *natsconn.PermissionError. An event that does not decode is skipped with a warning.
 func (w *Watcher) Next(ctx context.Context) (StoredEvent, error) {
-	var ev StoredEvent
-	err := w.c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		var err error
-		ev, err = w.next(ctx)
-		return err
-	})
-	return ev, err
-}
-
-func (w *Watcher) next(ctx context.Context) (StoredEvent, error) {
-	for {
-		msg, err := w.it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return StoredEvent{}, ctx.Err()
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return StoredEvent{}, ErrWatchStopped
-			}
-			return StoredEvent{}, fmt.Errorf("watch: %w", err)
-		}
-		ev, derr := domain.DecodeEvent(msg.Data())
-		if derr != nil {
-			w.log.Warn("skipping an outcome event that does not decode", "subject", msg.Subject(), "error", derr)
-			continue
-		}
-		var seq uint64
-		if md, err := msg.Metadata(); err == nil {
-			seq = md.Sequence.Stream
-		}
-		return StoredEvent{Event: ev, Seq: seq}, nil
+	it, err := w.t.Next(ctx)
+	if err != nil {
+		return StoredEvent{}, err
 	}
+	return *it.Event, nil
 }
 
 // Stop ends the watch.
-func (w *Watcher) Stop() { w.it.Stop() }
+func (w *Watcher) Stop() { w.t.Stop() }
 
 // EachStored calls fn with every message of stream under subject (a subject or a wildcard),
 // oldest first, in one ordered pass that ends at the last message stored when it starts:

@@ -16,11 +16,6 @@ import (
 
 func TestListWhere_PrefixUpdatingWindowForgotten(t *testing.T) {
 	env := testenv.Start(t)
-	ctx := testenv.Context(t, 10*time.Second)
-	kv, err := env.JS.KeyValue(ctx, domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	soon := time.Date(2026, 12, 14, 0, 0, 0, 0, time.UTC)
 	for _, r := range []domain.Record{
 		{ResourceID: "/subscriptions/a/resourceGroups/RG-1/c1", State: domain.StatePending, Window: &domain.Window{Start: soon, End: soon.Add(time.Hour)}},
@@ -29,9 +24,7 @@ func TestListWhere_PrefixUpdatingWindowForgotten(t *testing.T) {
 		{ResourceID: "/subscriptions/a/resourceGroups/rg-1/gone", State: domain.StateNone, ForgottenAt: soon},
 	} {
 		b, _ := domain.EncodeRecord(r)
-		if _, err := kv.Put(ctx, domain.MustKey(r.ResourceID), b); err != nil {
-			t.Fatal(err)
-		}
+		testenv.PutRawRecord(t, env.JS, domain.MustKey(r.ResourceID), b)
 	}
 	c, err := client.New(testenv.Connect(t, env.Server), quiet)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
@@ -16,11 +15,6 @@ import (
 // counted and skipped, not an error that hides the fleet.
 func TestList_FiltersSortsAndCountsWhatDoesNotDecode(t *testing.T) {
 	env := testenv.Start(t)
-	ctx := testenv.Context(t, 10*time.Second)
-	kv, err := env.JS.KeyValue(ctx, domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, r := range []domain.Record{
 		{ResourceID: "/e/b", State: domain.StatePending},
 		{ResourceID: "/e/A", State: domain.StatePending},
@@ -30,13 +24,9 @@ func TestList_FiltersSortsAndCountsWhatDoesNotDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := kv.Put(ctx, domain.MustKey(r.ResourceID), b); err != nil {
-			t.Fatal(err)
-		}
+		testenv.PutRawRecord(t, env.JS, domain.MustKey(r.ResourceID), b)
 	}
-	if _, err := kv.Put(ctx, domain.MustKey("/e/broken"), []byte("{not json")); err != nil {
-		t.Fatal(err)
-	}
+	testenv.PutRawRecord(t, env.JS, domain.MustKey("/e/broken"), []byte("{not json"))
 	c, err := client.New(testenv.Connect(t, env.Server), quiet)
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"slices"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
 )
@@ -19,28 +14,17 @@ type StoredNotice struct {
 	Seq uint64 `json:"-"`
 }
 
-func noticeFilter(resourceID string) (string, error) {
-	if resourceID == "" {
-		return domain.NoticePrefix + "*", nil
-	}
-	key, err := domain.Key(resourceID)
-	if err != nil {
-		return "", err
-	}
-	return domain.NoticeSubject(key), nil
-}
-
 // Notices returns every lifecycle notice of resourceID ("" for every entity) kept in
 // MAINT_NOTICES, oldest first.
 func (c *Client) Notices(ctx context.Context, resourceID string) ([]domain.Notice, error) {
-	subject, err := noticeFilter(resourceID)
+	srcs, err := c.noticeSources(resourceID)
 	if err != nil {
 		return nil, err
 	}
 	var out []domain.Notice
 	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		out = nil
-		return c.eachNotice(ctx, subject, time.Time{}, func(n StoredNotice) error {
+		return c.eachNotice(ctx, srcs, time.Time{}, func(n StoredNotice) error {
 			out = append(out, n.Notice)
 			return nil
 		})
@@ -57,14 +41,14 @@ type NoticeFilter struct {
 
 // NoticesWhere reads the notices that f selects, oldest first, in one streaming pass.
 func (c *Client) NoticesWhere(ctx context.Context, f NoticeFilter) (Page[StoredNotice], error) {
-	subject, err := noticeFilter(f.ResourceID)
+	srcs, err := c.noticeSources(f.ResourceID)
 	if err != nil {
 		return Page[StoredNotice]{}, err
 	}
 	keep := newest[StoredNotice]{limit: f.Limit}
 	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
 		keep = newest[StoredNotice]{limit: f.Limit}
-		return c.eachNotice(ctx, subject, f.Since, func(n StoredNotice) error {
+		return c.eachNotice(ctx, srcs, f.Since, func(n StoredNotice) error {
 			if len(f.Kinds) == 0 || slices.Contains(f.Kinds, n.Kind) {
 				keep.add(n)
 			}
@@ -74,8 +58,8 @@ func (c *Client) NoticesWhere(ctx context.Context, f NoticeFilter) (Page[StoredN
 	return keep.page(), err
 }
 
-func (c *Client) eachNotice(ctx context.Context, subject string, since time.Time, fn func(StoredNotice) error) error {
-	return c.eachStored(ctx, domain.NoticesStream, subject, since, "notices", func(data []byte, seq uint64) error {
+func (c *Client) eachNotice(ctx context.Context, srcs []source, since time.Time, fn func(StoredNotice) error) error {
+	return c.eachStoredIn(ctx, srcs, since, "notices", func(data []byte, seq uint64) error {
 		nt, err := domain.DecodeNotice(data)
 		if err != nil {
 			c.log.Warn("skipping a notice that does not decode", "seq", seq, "error", err)
@@ -85,58 +69,33 @@ func (c *Client) eachNotice(ctx context.Context, subject string, since time.Time
 	})
 }
 
-// NoticeWatcher delivers lifecycle notices live.
-type NoticeWatcher struct {
-	it  jetstream.MessagesContext
-	log *slog.Logger
-	c   *Client
-}
+// NoticeWatcher delivers lifecycle notices live: a Timeline of the notices alone.
+type NoticeWatcher struct{ t *Timeline }
 
 // WatchNotices starts watching lifecycle notices, as Watch does outcome events.
 func (c *Client) WatchNotices(ctx context.Context, o WatchOptions) (*NoticeWatcher, error) {
-	subject, err := noticeFilter(o.ResourceID)
+	srcs, err := c.noticeSources(o.ResourceID)
 	if err != nil {
 		return nil, err
 	}
-	it, _, err := c.watchStream(ctx, domain.NoticesStream, subject, o.Since, "watch notices")
+	t, err := c.timeline(ctx, TimelineOptions{ResourceID: o.ResourceID, Since: o.Since}, decoding(srcs, decodeNoticeItem))
 	if err != nil {
 		return nil, err
 	}
-	return &NoticeWatcher{it: it, log: c.log, c: c}, nil
+	return &NoticeWatcher{t: t}, nil
 }
 
 // Next waits for the next notice until ctx ends (returning ctx's error).
 func (w *NoticeWatcher) Next(ctx context.Context) (StoredNotice, error) {
-	var n StoredNotice
-	err := w.c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		for {
-			msg, err := w.it.Next(jetstream.NextContext(ctx))
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					return ErrWatchStopped
-				}
-				return fmt.Errorf("watch notices: %w", err)
-			}
-			nt, derr := domain.DecodeNotice(msg.Data())
-			if derr != nil {
-				w.log.Warn("skipping a notice that does not decode", "subject", msg.Subject(), "error", derr)
-				continue
-			}
-			n = StoredNotice{Notice: nt}
-			if md, err := msg.Metadata(); err == nil {
-				n.Seq = md.Sequence.Stream
-			}
-			return nil
-		}
-	})
-	return n, err
+	it, err := w.t.Next(ctx)
+	if err != nil {
+		return StoredNotice{}, err
+	}
+	return *it.Notice, nil
 }
 
 // Stop ends the watch.
-func (w *NoticeWatcher) Stop() { w.it.Stop() }
+func (w *NoticeWatcher) Stop() { w.t.Stop() }
 
 // NoticeLead renders a reminder's lead for people, in days where whole ("14d", "1d12h",
 // "90s" as "1m30s"); "-" for other kinds.

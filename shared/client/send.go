@@ -12,6 +12,7 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // Result is what became of a sent command.
@@ -231,13 +232,9 @@ func (c *Client) awaitOutcome(ctx context.Context, sub *nats.Subscription, cmd d
 // reaches a subscriber on the wire a moment before the stream has it, and a history read right
 // after the command must include it.
 func (c *Client) awaitStored(ctx context.Context, key string, ev domain.Event) {
-	s, err := c.JS.Stream(ctx, domain.EventsStream)
-	if err != nil {
-		return
-	}
 	for ctx.Err() == nil {
-		m, err := s.GetLastMsgForSubject(ctx, domain.EventSubject(key))
-		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		m, err := store.LeaderMsg(ctx, c.JS, domain.EventStreamOf(key), domain.EventSubject(key))
+		if err != nil && !errors.Is(err, store.ErrNoMessage) {
 			return // not readable here: do not hold the caller up
 		}
 		if err == nil {

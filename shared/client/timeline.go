@@ -61,8 +61,9 @@ type Timeline struct {
 type cursor struct {
 	it     jetstream.MessagesContext
 	decode func(data []byte, seq uint64) (TimelineItem, error)
-	// last is the stream's last sequence before the timeline was made: up to it, the replay.
-	last uint64
+	// left is how many messages of the replay are still to read: those its consumer had to
+	// deliver when it was made (the rest come live).
+	left uint64
 	// more says a replayed message may still come; head is the next one, read ahead; held is
 	// the first live one, read while looking for the end of the replay.
 	more       bool
@@ -77,21 +78,34 @@ type liveMsg struct {
 
 // Timeline starts a timeline. Stop it when done.
 func (c *Client) Timeline(ctx context.Context, o TimelineOptions) (*Timeline, error) {
-	evSubject, err := eventFilter(o.ResourceID)
+	evs, err := c.eventSources(o.ResourceID)
 	if err != nil {
 		return nil, err
 	}
-	ntSubject, _ := noticeFilter(o.ResourceID)
+	nts, _ := c.noticeSources(o.ResourceID)
+	return c.timeline(ctx, o, decoding(evs, decodeEventItem), decoding(nts, decodeNoticeItem))
+}
+
+// timelineSource is a source of a timeline and how its messages read.
+type timelineSource struct {
+	source
+	decode func([]byte, uint64) (TimelineItem, error)
+}
+
+func decoding(srcs []source, decode func([]byte, uint64) (TimelineItem, error)) []timelineSource {
+	out := make([]timelineSource, len(srcs))
+	for i, s := range srcs {
+		out[i] = timelineSource{s, decode}
+	}
+	return out
+}
+
+// timeline starts a timeline of the sources, the earlier first when stored at the same time.
+func (c *Client) timeline(ctx context.Context, o TimelineOptions, sources ...[]timelineSource) (*Timeline, error) {
 	stopped, stop := context.WithCancel(context.Background())
 	t := &Timeline{c: c, noFollow: o.NoFollow, live: make(chan liveMsg), stop: stop, stopped: stopped}
-	for _, s := range []struct {
-		stream, subject string
-		decode          func([]byte, uint64) (TimelineItem, error)
-	}{
-		{domain.EventsStream, evSubject, decodeEventItem},
-		{domain.NoticesStream, ntSubject, decodeNoticeItem},
-	} {
-		cur, err := c.openCursor(ctx, s.stream, s.subject, o.Since)
+	for _, s := range slices.Concat(sources...) {
+		cur, err := c.openCursor(ctx, s.stream, s.filter, o.Since)
 		if err != nil {
 			t.Stop()
 			return nil, err
@@ -102,25 +116,18 @@ func (c *Client) Timeline(ctx context.Context, o TimelineOptions) (*Timeline, er
 	return t, nil
 }
 
-// openCursor reads the stream's last sequence, then opens its ordered consumer: whatever is
-// stored after that sequence was stored after the read, so it is live.
+// openCursor opens the stream's ordered consumer: what it had to deliver when it was made is
+// the replay, whatever is stored after comes live. (It asks nothing of the stream itself: a
+// user confined to a tenant may not.)
 func (c *Client) openCursor(ctx context.Context, stream, subject string, since time.Time) (*cursor, error) {
-	var last uint64
-	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
-		s, err := c.JS.Stream(ctx, stream)
-		if err == nil {
-			last = s.CachedInfo().State.LastSeq
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("timeline: %w", notProvisioned(err))
-	}
 	it, pending, err := c.watchStream(ctx, stream, subject, since, "timeline")
 	if err != nil {
 		return nil, err
 	}
-	return &cursor{it: it, last: last, more: !since.IsZero() && pending > 0}, nil
+	if since.IsZero() {
+		pending = 0
+	}
+	return &cursor{it: it, left: pending, more: pending > 0}, nil
 }
 
 func decodeEventItem(data []byte, seq uint64) (TimelineItem, error) {
@@ -252,15 +259,12 @@ func (t *Timeline) readHeads(ctx context.Context) error {
 		if err != nil {
 			return t.readErr(ctx, err)
 		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("timeline: %w", err)
-		}
-		if md.Sequence.Stream > c.last {
+		if c.left == 0 {
 			c.held, c.more = msg, false
 			continue
 		}
-		c.head, c.more = msg, md.NumPending > 0
+		c.left--
+		c.head, c.more = msg, c.left > 0
 	}
 	return nil
 }

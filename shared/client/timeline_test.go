@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"maintsignals/shared/client"
+	"maintsignals/shared/domain"
 	"maintsignals/test/testenv"
 )
 
@@ -59,21 +60,27 @@ func TestTimeline_ReplaysInStoredOrderThenFollowsWithoutGapOrRepeat(t *testing.T
 	checkStreamOrder(t, items)
 }
 
-// checkStreamOrder fails unless each stream's entries come in their stream order.
+// checkStreamOrder fails unless each stream's entries (a cell's events, a cell's notices)
+// come in their stream order.
 func checkStreamOrder(t *testing.T, items []client.TimelineItem) {
 	t.Helper()
-	var lastEv, lastNt uint64
+	type stream struct {
+		notice bool
+		cell   domain.Cell
+	}
+	last := map[stream]uint64{}
 	for i, it := range items {
-		seq, last := uint64(0), &lastEv
+		var s stream
+		var seq uint64
 		if it.Event != nil {
-			seq = it.Event.Seq
+			seq, s.cell = it.Event.Seq, domain.CellOf(domain.MustKey(it.Event.ResourceID))
 		} else {
-			seq, last = it.Notice.Seq, &lastNt
+			seq, s = it.Notice.Seq, stream{true, domain.CellOf(domain.MustKey(it.Notice.ResourceID))}
 		}
-		if seq <= *last {
-			t.Fatalf("entry %d (%s): sequence %d after %d in its stream", i, itemID(it), seq, *last)
+		if seq <= last[s] {
+			t.Fatalf("entry %d (%s): sequence %d after %d in its stream", i, itemID(it), seq, last[s])
 		}
-		*last = seq
+		last[s] = seq
 	}
 }
 

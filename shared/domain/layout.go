@@ -71,6 +71,44 @@ func (c Cell) NoticesStream() string { return NoticesStreamPrefix + c.String() }
 func (c Cell) EventsSubjects() string  { return EventPrefix + c.String() + ".>" }
 func (c Cell) NoticesSubjects() string { return NoticePrefix + c.String() + ".>" }
 
+// Entity events and notices of every cell, as one filter each (a core subscription, a
+// permission); a cell's stream holds those of its own cell.
+const (
+	AllEventsFilter  = EventPrefix + "*.*.*.*"
+	AllNoticesFilter = NoticePrefix + "*.*.*.*"
+)
+
+// EventsStreams and NoticesStreams list the cells' streams of events and notices.
+func EventsStreams() []string  { return cellNames(Cell.EventsStream) }
+func NoticesStreams() []string { return cellNames(Cell.NoticesStream) }
+
+func cellNames(name func(Cell) string) []string {
+	out := make([]string, Cells)
+	for c := range Cells {
+		out[c] = name(Cell(c))
+	}
+	return out
+}
+
+// ScopeFilter is the filter, in a cell's stream of subjects prefix.<cell>.<located key>, of
+// the entities a prefix selects: the whole cell for the zero prefix, a tenant's tokens for a
+// subscription or resource group, the one subject of an entity key, and otherwise the
+// subscription's tokens (the caller keeps the entities the prefix covers).
+func (c Cell) ScopeFilter(prefix string, p Prefix) string {
+	base := prefix + c.String() + "."
+	if p.Key == "" {
+		return base + ">"
+	}
+	if s, err := ParseScope(p.ID); err == nil {
+		return base + s.Tokens()
+	}
+	t := TenantOf(p.Key)
+	if t.Subscription == NoToken {
+		return base + ">"
+	}
+	return base + t.Subscription + ".>"
+}
+
 // Cells returns the cells a shard reads: those whose number is the shard's index modulo the
 // shard count (which divides Cells).
 func (s Shard) Cells() []Cell {
@@ -128,15 +166,6 @@ func RecordSubject(key string) string {
 	return "$KV." + CellOf(key).RecordsBucket() + "." + Located(key)
 }
 
-// CellEventSubject and CellNoticeSubject are where an entity's events and notices go:
-// maint.evt.<cell>.<subscription>.<group>.<key>.
-func CellEventSubject(key string) string {
-	return EventPrefix + CellOf(key).String() + "." + Located(key)
-}
-func CellNoticeSubject(key string) string {
-	return NoticePrefix + CellOf(key).String() + "." + Located(key)
-}
-
 // EventStreamOf and NoticeStreamOf are the streams that hold an entity's events and notices.
 func EventStreamOf(key string) string  { return CellOf(key).EventsStream() }
 func NoticeStreamOf(key string) string { return CellOf(key).NoticesStream() }
@@ -185,3 +214,39 @@ func (s Scope) Tokens() string {
 
 // Covers reports whether the entity of key lies in the scope.
 func (s Scope) Covers(key string) bool { return s.Prefix.Covers(key) }
+
+// Disjoint drops the scopes another of them covers (and repeats): what a reader confined to
+// them reads once each.
+func Disjoint(scopes []Scope) []Scope {
+	var out []Scope
+	for i, s := range scopes {
+		covered := false
+		for j, o := range scopes {
+			if i != j && o.Covers(s.Prefix.Key) && (o.Prefix.Key != s.Prefix.Key || j < i) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// CellsOf is the cells the shards read, in order, each once.
+func CellsOf(shards []Shard) []Cell {
+	var in [Cells]bool
+	for _, s := range shards {
+		for _, c := range s.Cells() {
+			in[c] = true
+		}
+	}
+	var cs []Cell
+	for c, ok := range in {
+		if ok {
+			cs = append(cs, Cell(c))
+		}
+	}
+	return cs
+}

@@ -32,15 +32,15 @@ func TestLocated_EndsWithTheKeyAsOneToken(t *testing.T) {
 	if got, want := domain.Located(key), "s1.rg1."+key; got != want {
 		t.Fatalf("Located = %q, want %q", got, want)
 	}
-	if got := domain.KeyOfLocated(domain.CellEventSubject(key)); got != key {
+	if got := domain.KeyOfLocated(domain.EventSubject(key)); got != key {
 		t.Fatalf("key of the event subject = %q, want %q", got, key)
 	}
 	c := domain.CellOf(key)
 	if got, want := domain.RecordSubject(key), "$KV."+c.RecordsBucket()+".s1.rg1."+key; got != want {
 		t.Fatalf("RecordSubject = %q, want %q", got, want)
 	}
-	if got, want := domain.CellNoticeSubject(key), "maint.notice."+c.String()+".s1.rg1."+key; got != want {
-		t.Fatalf("CellNoticeSubject = %q, want %q", got, want)
+	if got, want := domain.NoticeSubject(key), "maint.notice."+c.String()+".s1.rg1."+key; got != want {
+		t.Fatalf("NoticeSubject = %q, want %q", got, want)
 	}
 }
 

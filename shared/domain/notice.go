@@ -13,8 +13,11 @@ const (
 	NoticePrefix  = "maint.notice."
 )
 
-// NoticeSubject is where the notices of an entity key are published.
-func NoticeSubject(key string) string { return NoticePrefix + key }
+// NoticeSubject is where the notices of an entity key are published:
+// maint.notice.<cell>.<subscription>.<group>.<key> (Layout), in its cell's notices stream.
+func NoticeSubject(key string) string {
+	return NoticePrefix + CellOf(key).String() + "." + Located(key)
+}
 
 // NoticeKind is what a lifecycle notice says.
 type NoticeKind string

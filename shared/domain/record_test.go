@@ -31,7 +31,11 @@ func TestSubjects_FollowSpec(t *testing.T) {
 	k := domain.MustKey(aroID)
 	tests := []struct{ got, want string }{
 		{domain.CommandSubject(k), "maint.cmd." + k},
-		{domain.EventSubject(k), "maint.evt." + k},
+		// §3 with the layout of §14 and §15 (README, The records live in eight cells): the
+		// cell and the tenant tokens ahead of the key, which stays the last token.
+		{domain.EventSubject(k), "maint.evt." + domain.CellOf(k).String() + ".0b1f6471-1bf0-4dda-aec3-cb9272f09590.rg-1." + k},
+		{domain.NoticeSubject(k), "maint.notice." + domain.CellOf(k).String() + ".0b1f6471-1bf0-4dda-aec3-cb9272f09590.rg-1." + k},
+		{domain.RecordSubject(k), "$KV.maintenance-c" + domain.CellOf(k).String() + ".0b1f6471-1bf0-4dda-aec3-cb9272f09590.rg-1." + k},
 		{domain.DLQSubject(k), "maint.dlq." + k},
 		{domain.CommandsStream, "MAINT_COMMANDS"},
 		{domain.EventsStream, "MAINT_EVENTS"},
@@ -47,7 +51,7 @@ func TestSubjects_FollowSpec(t *testing.T) {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	for _, s := range []string{domain.CommandSubject(k), domain.EventSubject(k), domain.DLQSubject(k)} {
+	for _, s := range []string{domain.CommandSubject(k), domain.EventSubject(k), domain.NoticeSubject(k), domain.RecordSubject(k), domain.DLQSubject(k)} {
 		if got := domain.KeyFromSubject(s); got != k {
 			t.Errorf("KeyFromSubject(%q) = %q, want %q", s, got, k)
 		}

@@ -71,8 +71,9 @@ const (
 // CommandSubject is where commands for an entity key are published.
 func CommandSubject(key string) string { return CommandPrefix + key }
 
-// EventSubject is where outcome events for an entity key are published.
-func EventSubject(key string) string { return EventPrefix + key }
+// EventSubject is where outcome events for an entity key are published:
+// maint.evt.<cell>.<subscription>.<group>.<key> (Layout), in its cell's events stream.
+func EventSubject(key string) string { return EventPrefix + CellOf(key).String() + "." + Located(key) }
 
 // DLQSubject is where dead letters for an entity key are kept.
 func DLQSubject(key string) string { return DLQPrefix + key }
@@ -129,10 +130,11 @@ const HighCardinalityThreshold = 1_000_000
 // included), for the operators' view of their size (cluster.maintenance.stream.*). Optional
 // ones (campaigns, webhooks) may be absent.
 func Streams() []string {
-	return []string{
-		CommandsStream, EventsStream, NoticesStream, DLQStream, ScheduleStream, PoliciesStream,
-		"KV_" + Bucket, PoliciesBucketStream,
-		CampaignsStream, "KV_" + CampaignsBucket, "KV_" + CampaignEntitiesBucket, "OBJ_" + CampaignListsBucket,
-		WebhookStream,
+	out := []string{CommandsStream, EventsStream, DLQStream, ScheduleStream, PoliciesStream}
+	for _, c := range AllCells() {
+		out = append(out, c.RecordsStream(), c.EventsStream(), c.NoticesStream())
 	}
+	return append(out, PoliciesBucketStream,
+		CampaignsStream, "KV_"+CampaignsBucket, "KV_"+CampaignEntitiesBucket, "OBJ_"+CampaignListsBucket,
+		WebhookStream)
 }

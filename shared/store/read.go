@@ -3,10 +3,14 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
@@ -47,9 +51,10 @@ func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 //
 // An empty answer while the consumer still counts messages pending (an ordered consumer being
 // recreated, a reply that came before the messages) is not the end: the next fetch waits for
-// them, a second at most each time.
+// them, a second at most each time. So is a consumer that has no server answering yet: in a
+// cluster a new consumer may take a moment to be served where it was placed.
 func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(jetstream.Msg, uint64) error) error {
-	wait := false
+	wait, unanswered := false, 0
 	for ctx.Err() == nil {
 		var batch jetstream.MessageBatch
 		var err error
@@ -57,6 +62,14 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 			batch, err = cons.Fetch(4096, jetstream.FetchMaxWait(time.Second))
 		} else {
 			batch, err = cons.FetchNoWait(4096)
+		}
+		if errors.Is(err, nats.ErrNoResponders) && unanswered < maxUnanswered {
+			unanswered++
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
@@ -95,4 +108,115 @@ func Drain(ctx context.Context, cons jetstream.Consumer, until uint64, fn func(j
 		wait = false
 	}
 	return ctx.Err()
+}
+
+// maxUnanswered bounds the fetches a read retries while its consumer is not served yet.
+const maxUnanswered = 40
+
+// ErrNoMessage is returned by LastMsg when the stream holds no message on the subject.
+var ErrNoMessage = errors.New("no message on the subject")
+
+// RawMsg is a message as a direct get returns it.
+type RawMsg struct {
+	Subject  string
+	Sequence uint64
+	Time     time.Time
+	Header   nats.Header
+	Data     []byte
+}
+
+// LastMsg returns the last message of stream on subject, by a direct get that names the
+// subject in its request subject ($JS.API.DIRECT.GET.<stream>.<subject>): the form a
+// permission can confine to a tenant's subjects, and one that needs no stream info first.
+func LastMsg(ctx context.Context, js jetstream.JetStream, stream, subject string) (*RawMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cmp.Or(js.Options().DefaultTimeout, 5*time.Second))
+		defer cancel()
+	}
+	m, err := js.Conn().RequestWithContext(ctx, APIPrefix(js)+"DIRECT.GET."+stream+"."+subject, nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("direct get from %s: %w (run `maintctl provision`)", stream, jetstream.ErrStreamNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("direct get from %s: %w", stream, err)
+	}
+	switch st := m.Header.Get("Status"); st {
+	case "":
+	case "404":
+		return nil, ErrNoMessage
+	default:
+		return nil, fmt.Errorf("direct get from %s: status %s %s", stream, st, m.Header.Get("Description"))
+	}
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("direct get from %s: sequence %q: %w", stream, m.Header.Get(jetstream.SequenceHeader), err)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	return &RawMsg{Subject: m.Header.Get(jetstream.SubjectHeader), Sequence: seq, Time: at, Header: m.Header, Data: m.Data}, nil
+}
+
+// APIPrefix is the JetStream API prefix js sends its requests to ("$JS.API." or a domain's).
+func APIPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}
+
+// LeaderMsg is LastMsg answered by the stream's leader ($JS.API.STREAM.MSG.GET): never
+// behind the last write, as a direct get from a follower can be. It names the subject in its
+// body only, so a user confined to a tenant may not send it.
+func LeaderMsg(ctx context.Context, js jetstream.JetStream, stream, subject string) (*RawMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cmp.Or(js.Options().DefaultTimeout, 5*time.Second))
+		defer cancel()
+	}
+	req, _ := json.Marshal(map[string]string{"last_by_subj": subject})
+	m, err := js.Conn().RequestWithContext(ctx, APIPrefix(js)+"STREAM.MSG.GET."+stream, req)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("get from %s: %w", stream, nats.ErrNoResponders)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get from %s: %w", stream, err)
+	}
+	var resp struct {
+		Error *struct {
+			Code    int    `json:"code"`
+			ErrCode int    `json:"err_code"`
+			Desc    string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Header  []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("get from %s: %w", stream, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == 10037: // no message found
+		return nil, ErrNoMessage
+	case resp.Error != nil && resp.Error.ErrCode == 10059: // stream not found
+		return nil, fmt.Errorf("get from %s: %w (run `maintctl provision`)", stream, jetstream.ErrStreamNotFound)
+	case resp.Error != nil:
+		return nil, fmt.Errorf("get from %s: %d %s", stream, resp.Error.ErrCode, resp.Error.Desc)
+	case resp.Message == nil:
+		return nil, fmt.Errorf("get from %s: an answer without a message", stream)
+	}
+	raw := &RawMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Seq, Time: resp.Message.Time, Data: resp.Message.Data}
+	if len(resp.Message.Header) > 0 {
+		if raw.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, fmt.Errorf("get from %s: headers: %w", stream, err)
+		}
+	}
+	return raw, nil
 }

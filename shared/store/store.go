@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,39 +21,82 @@ var ErrConflict = errors.New("record changed since it was read")
 // ErrInvalidKey is returned for a key the bucket cannot hold (no entity has it).
 var ErrInvalidKey = errors.New("not a valid entity key")
 
-// Store is the bucket of records.
+// Store is the records: one bucket per cell of the layout (domain.Cells), each record under
+// its located key (domain.Located) in the bucket of its cell.
 type Store struct {
 	js jetstream.JetStream
-	kv jetstream.KeyValue
+
+	mu  sync.Mutex
+	kvs map[domain.Cell]jetstream.KeyValue // bound on a cell's first write
 }
 
-// Open binds to the bucket, which provisioning created.
-func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
-	kv, err := js.KeyValue(ctx, domain.Bucket)
+// Open returns the store of the buckets provisioning created. It asks the server nothing: a
+// reader confined to a tenant may not look at a bucket's stream (its subjects are every
+// tenant's keys), and reads by direct get (Get) or filtered consumers (Scan) only.
+func Open(_ context.Context, js jetstream.JetStream) (*Store, error) {
+	return &Store{js: js, kvs: map[domain.Cell]jetstream.KeyValue{}}, nil
+}
+
+// bucket binds the bucket of a cell, once.
+func (s *Store) bucket(ctx context.Context, c domain.Cell) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kv, ok := s.kvs[c]; ok {
+		return kv, nil
+	}
+	kv, err := s.js.KeyValue(ctx, c.RecordsBucket())
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", domain.Bucket, err)
+		return nil, fmt.Errorf("open bucket %s: %w", c.RecordsBucket(), err)
 	}
-	return &Store{js: js, kv: kv}, nil
+	s.kvs[c] = kv
+	return kv, nil
 }
 
-// Get returns the record of key and its revision. An entity never seen gives a zero record in
-// state None and revision 0.
+// Get returns the record of key and its revision, as the bucket's leader has it (what a
+// decision to write must be judged on). An entity never seen gives a zero record in state None
+// and revision 0.
 func (s *Store) Get(ctx context.Context, key string) (domain.Record, uint64, error) {
-	e, err := s.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return domain.Record{State: domain.StateNone}, 0, nil
+	return s.get(ctx, key, LeaderMsg)
+}
+
+// Peek is Get answered by any replica (a direct get, which may lag the last write by a
+// moment): the read of a user confined to a tenant, whose permissions name the subject.
+func (s *Store) Peek(ctx context.Context, key string) (domain.Record, uint64, error) {
+	return s.get(ctx, key, LastMsg)
+}
+
+func (s *Store) get(ctx context.Context, key string, read func(context.Context, jetstream.JetStream, string, string) (*RawMsg, error)) (domain.Record, uint64, error) {
+	if err := validKey(key); err != nil {
+		return domain.Record{}, 0, fmt.Errorf("get %q: %w", key, err)
 	}
-	if errors.Is(err, jetstream.ErrInvalidKey) {
-		return domain.Record{}, 0, fmt.Errorf("get %q: %w", key, ErrInvalidKey)
+	c := domain.CellOf(key)
+	m, err := read(ctx, s.js, c.RecordsStream(), domain.RecordSubject(key))
+	if errors.Is(err, ErrNoMessage) {
+		return domain.Record{State: domain.StateNone}, 0, nil
 	}
 	if err != nil {
 		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
 	}
-	r, err := domain.DecodeRecord(e.Value())
+	if m.Header.Get(domain.HeaderKVOperation) != "" {
+		return domain.Record{State: domain.StateNone}, 0, nil
+	}
+	r, err := domain.DecodeRecord(m.Data)
 	if err != nil {
 		return domain.Record{}, 0, fmt.Errorf("get %s: %w: %w", key, ErrCorruptRecord, err)
 	}
-	return r, e.Revision(), nil
+	return r, m.Sequence, nil
+}
+
+// validKey checks that key is an entity key (what domain.Key makes): anything else could
+// name another subject.
+func validKey(key string) error {
+	if key == "" || strings.ContainsAny(key, ".*> \t\r\n") {
+		return ErrInvalidKey
+	}
+	if _, err := domain.DecodeKey(key); err != nil {
+		return ErrInvalidKey
+	}
+	return nil
 }
 
 // ErrStale is returned by Put for a record that would move the entity backwards: written for
@@ -79,14 +123,22 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 	if err != nil {
 		return 0, err
 	}
+	if err := validKey(key); err != nil {
+		return 0, fmt.Errorf("put %q: %w", key, err)
+	}
+	kv, err := s.bucket(ctx, domain.CellOf(key))
+	if err != nil {
+		return 0, fmt.Errorf("put %s: %w", key, err)
+	}
+	loc := domain.Located(key)
 	var newRev uint64
 	if prev.Rev == 0 {
-		newRev, err = s.kv.Create(ctx, key, b)
+		newRev, err = kv.Create(ctx, loc, b)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
 		}
 	} else {
-		newRev, err = s.kv.Update(ctx, key, b, prev.Rev)
+		newRev, err = kv.Update(ctx, loc, b, prev.Rev)
 		// On a replicated bucket a racing write comes back as 10164, which ErrKeyExists misses;
 		// ErrKeyRevisionMismatch matches both codes.
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
@@ -106,8 +158,11 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 type Entry struct {
 	Key string
 	// Hash is domain.KeyHash(Key), set by Sweep.
-	Hash     uint64
+	Hash uint64
+	// Revision is the record's revision: its sequence in its cell's bucket.
 	Revision uint64
+	// Position is where a sweep met the record, to start the next sweep from (Sweep).
+	Position uint64
 	// Stored is when the server stored this revision (set by Scan and Sweep): what is judged
 	// of the record can be dated no earlier.
 	Stored time.Time
@@ -117,30 +172,41 @@ type Entry struct {
 // ErrCorruptRecord is passed to a scan callback for a value that does not decode.
 var ErrCorruptRecord = errors.New("corrupt record")
 
-// Scan calls fn for every current record, in one streaming pass over the bucket as it is when
-// the scan starts: an ordered consumer on the bucket's stream delivering the last value per
-// key (not a Get per key, and without the watcher's small channel). A value that does not
-// decode reaches fn with an error wrapping ErrCorruptRecord; fn's error stops the scan.
-func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error) error {
-	info, err := s.kv.Status(ctx)
-	if err != nil {
-		return fmt.Errorf("scan: %w", err)
+// Scan calls fn for every current record, in one streaming pass over each cell's bucket as it
+// is when the scan reaches it: an ordered consumer delivering the last value per key (not a
+// Get per key, and without the watcher's small channel). With scopes, it reads only theirs,
+// through consumers filtered on their tokens (what a user confined to them may create). A
+// value that does not decode reaches fn with an error wrapping ErrCorruptRecord; fn's error
+// stops the scan.
+func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error, scopes ...domain.Scope) error {
+	filters := []string{">"}
+	if len(scopes) > 0 {
+		filters = filters[:0]
+		for _, sc := range domain.Disjoint(scopes) {
+			filters = append(filters, sc.Tokens())
+		}
 	}
-	if info.Values() == 0 {
-		return nil
+	for _, c := range domain.AllCells() {
+		prefix := "$KV." + c.RecordsBucket() + "."
+		for _, f := range filters {
+			err := ScanLast(ctx, s.js, c.RecordsStream(), prefix+f, func(msg jetstream.Msg, seq uint64) error {
+				if Deleted(msg) {
+					return nil
+				}
+				e := Entry{Key: domain.KeyOfLocated(msg.Subject()), Revision: seq}
+				if md, err := msg.Metadata(); err == nil {
+					e.Stored = md.Timestamp
+				}
+				var derr error
+				if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
+					derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)
+				}
+				return fn(e, derr)
+			})
+			if err != nil {
+				return fmt.Errorf("scan %s: %w", c.RecordsBucket(), err)
+			}
+		}
 	}
-	return ScanLast(ctx, s.js, kvStream, kvPrefix+">", func(msg jetstream.Msg, seq uint64) error {
-		if Deleted(msg) {
-			return nil
-		}
-		e := Entry{Key: strings.TrimPrefix(msg.Subject(), kvPrefix), Revision: seq}
-		if md, err := msg.Metadata(); err == nil {
-			e.Stored = md.Timestamp
-		}
-		var derr error
-		if e.Record, derr = domain.DecodeRecord(msg.Data()); derr != nil {
-			derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, e.Key, derr)
-		}
-		return fn(e, derr)
-	})
+	return nil
 }

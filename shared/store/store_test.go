@@ -66,13 +66,11 @@ func TestScan_ReadsEveryCurrentRecordOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kv, _ := env.JS.KeyValue(ctx, domain.Bucket)
-	if err := kv.Delete(ctx, "k000"); err != nil {
+	kv, loc := testenv.RecordBucket(t, env.JS, "k000")
+	if err := kv.Delete(ctx, loc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "corrupt", []byte("{not json")); err != nil {
-		t.Fatal(err)
-	}
+	testenv.PutRawRecord(t, env.JS, "corrupt", []byte("{not json"))
 	seen := map[string]int{}
 	var corrupt []string
 	err := st.Scan(ctx, func(e store.Entry, err error) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,68 +25,108 @@ type SweepStats struct {
 	Total, Read int
 }
 
-const kvStream = "KV_" + domain.Bucket
+// Position is where a sweep meets a record: its cell and its sequence in the cell's bucket,
+// ordered cell by cell. The zero Position is the start of the first cell.
+func Position(c domain.Cell, seq uint64) uint64 { return uint64(c)<<56 | seq }
 
-const kvPrefix = "$KV." + domain.Bucket + "."
+func positionCell(p uint64) (domain.Cell, uint64) { return domain.Cell(p >> 56), p & (1<<56 - 1) }
 
-// Sweep calls fn once for the current record of every key that keep accepts (nil: every key;
-// it is given the key and its domain.KeyHash, which shards are made of),
-// in one streaming pass over the bucket as it is when the sweep starts: from stream sequence
-// from to the end, then from the start up to from (from 0 or out of range: from the start).
+// Sweep calls fn once for the current record of every key of the cells given that keep
+// accepts (nil: every key; it is given the key and its domain.KeyHash, which shards are made
+// of), in one streaming pass over their buckets as they are when the sweep reaches them:
+// from Position from to the end of its cell, the other cells in order, then the start of
+// from's cell up to from (from 0 or out of range: from the start of the first cell).
 // Records of other keys are not decoded, and of the others only the summary
 // (domain.DecodeRecordSummary: the state and its times, not the history). A record written
-// during the sweep is seen once, as
-// it was either when the sweep read it or after. A value that does not decode reaches fn with
-// an error wrapping ErrCorruptRecord; fn's error stops the sweep. Entry.Revision is the
-// record's stream sequence: a position to sweep from next time; Entry.Stored, when it was
-// stored.
+// during the sweep is seen once, as it was either when the sweep read it or after. A value
+// that does not decode reaches fn with an error wrapping ErrCorruptRecord; fn's error stops
+// the sweep. Entry.Position is a position to sweep from next time; Entry.Stored, when the
+// record was stored.
 //
-// On a bucket that keeps more than one revision per key, the sweep reads in Scan's order
-// (from is ignored).
-func (s *Store) Sweep(ctx context.Context, from uint64, keep func(key string, hash uint64) bool, fn func(Entry, error) error) (SweepStats, error) {
-	stream, err := s.js.Stream(ctx, kvStream)
-	if err != nil {
-		return SweepStats{}, fmt.Errorf("sweep: %w", err)
-	}
-	info := stream.CachedInfo()
-	st := SweepStats{Total: int(info.State.Msgs)}
-	if info.State.Msgs == 0 {
+// It relies on the buckets keeping one revision per key (History 1, as provisioned).
+func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, keep func(key string, hash uint64) bool, fn func(Entry, error) error) (SweepStats, error) {
+	var st SweepStats
+	if len(cells) == 0 {
 		return st, nil
 	}
-	if info.Config.MaxMsgsPerSubject != 1 {
-		err := s.Scan(ctx, func(e Entry, derr error) error {
-			st.Read++
-			e.Hash = domain.KeyHash(e.Key)
-			if keep != nil && !keep(e.Key, e.Hash) {
-				return nil
-			}
-			return fn(e, derr)
-		})
+	fromCell, fromSeq := positionCell(from)
+	start := slices.Index(cells, fromCell)
+	if start < 0 {
+		start, fromSeq = 0, 0
+	}
+	infos, err := s.cellInfos(ctx, cells)
+	if err != nil {
 		return st, err
 	}
-	first, last := info.State.FirstSeq, info.State.LastSeq
-	if from <= first || from > last {
-		from = first
+	for _, info := range infos {
+		st.Total += int(info.State.Msgs)
 	}
-	sw := &sweep{s: s, keep: keep, fn: fn, stats: &st}
-	// From where the last run stopped to the end as it was, then the records before it.
-	if err := sw.read(ctx, from, func(seq uint64) bool { return seq <= last }, false); err != nil {
+	sw := &sweep{s: s, keep: keep, fn: fn, stats: &st, infos: infos}
+	read := func(c domain.Cell, lo, hi uint64) error { return sw.readPart(ctx, c, lo, hi) }
+	c0 := cells[start]
+	if info := infos[c0]; fromSeq <= info.State.FirstSeq || fromSeq > info.State.LastSeq {
+		fromSeq = 0
+	}
+	// From where the last run stopped to the end of its cell, the other cells, then the
+	// records of the first cell before it.
+	if err := read(c0, fromSeq, 0); err != nil {
 		return st, err
 	}
-	if from > first {
-		if err := sw.read(ctx, first, func(seq uint64) bool { return seq < from }, false); err != nil {
+	for i := 1; i < len(cells); i++ {
+		if err := read(cells[(start+i)%len(cells)], 0, 0); err != nil {
+			return st, err
+		}
+	}
+	if fromSeq > 0 {
+		if err := read(c0, 0, fromSeq); err != nil {
 			return st, err
 		}
 	}
 	// Records written since the start: those of keys already read were read as they were
 	// then; the others' earlier revisions were replaced before the sweep reached them.
 	slices.Sort(sw.seen)
-	return st, sw.read(ctx, last+1, func(uint64) bool { return true }, true)
+	for _, c := range cells {
+		if err := sw.read(ctx, c, infos[c].State.LastSeq+1, func(uint64) bool { return true }, true); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// cellInfos reads the state of the cells' buckets.
+func (s *Store) cellInfos(ctx context.Context, cells []domain.Cell) (map[domain.Cell]*jetstream.StreamInfo, error) {
+	infos := map[domain.Cell]*jetstream.StreamInfo{}
+	for _, c := range cells {
+		stream, err := s.js.Stream(ctx, c.RecordsStream())
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s: %w", c.RecordsBucket(), err)
+		}
+		infos[c] = stream.CachedInfo()
+	}
+	return infos, nil
+}
+
+// readPart reads the cell's records of sequences lo ≤ seq < hi as the cell was when the sweep
+// started (hi 0: to its end then).
+func (sw *sweep) readPart(ctx context.Context, c domain.Cell, lo, hi uint64) error {
+	info := sw.infos[c]
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	if last := info.State.LastSeq; hi == 0 || hi > last+1 {
+		hi = last + 1
+	}
+	lo = max(lo, info.State.FirstSeq)
+	if lo >= hi {
+		return nil
+	}
+	return sw.read(ctx, c, lo, func(seq uint64) bool { return seq < hi }, false)
 }
 
 // sweep is one Sweep under way.
 type sweep struct {
 	s     *Store
+	infos map[domain.Cell]*jetstream.StreamInfo
 	keep  func(string, uint64) bool
 	fn    func(Entry, error) error
 	stats *SweepStats
@@ -97,9 +136,9 @@ type sweep struct {
 
 // read delivers the records from stream sequence start while within holds, or until the
 // stream has nothing more. In the tail, it skips keys already read.
-func (sw *sweep) read(ctx context.Context, start uint64, within func(uint64) bool, tail bool) error {
-	cons, err := sw.s.js.OrderedConsumer(ctx, kvStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{kvPrefix + ">"},
+func (sw *sweep) read(ctx context.Context, c domain.Cell, start uint64, within func(uint64) bool, tail bool) error {
+	cons, err := sw.s.js.OrderedConsumer(ctx, c.RecordsStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"$KV." + c.RecordsBucket() + ".>"},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    start,
 	})
@@ -111,7 +150,10 @@ func (sw *sweep) read(ctx context.Context, start uint64, within func(uint64) boo
 	}
 	// A callback rather than an iterator: the iterator's Next costs a timer and a select per
 	// message, about a third of reading a record another share holds.
-	h := &readHandler{ctx: ctx, sw: sw, within: within, tail: tail, done: make(chan error, 1)}
+	defer func() {
+		_ = sw.s.js.DeleteConsumer(context.WithoutCancel(ctx), c.RecordsStream(), cons.CachedInfo().Name)
+	}()
+	h := &readHandler{ctx: ctx, sw: sw, cell: c, within: within, tail: tail, done: make(chan error, 1)}
 	cc, err := cons.Consume(h.handle, jetstream.PullMaxMessages(4096), jetstream.ConsumeErrHandler(h.failed))
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
@@ -130,6 +172,7 @@ func (sw *sweep) read(ctx context.Context, start uint64, within func(uint64) boo
 type readHandler struct {
 	ctx    context.Context
 	sw     *sweep
+	cell   domain.Cell
 	within func(uint64) bool
 	tail   bool
 	done   chan error
@@ -160,7 +203,7 @@ func (h *readHandler) handle(msg jetstream.Msg) {
 	if !h.tail {
 		h.sw.stats.Read++
 	}
-	if err := h.sw.deliver(msg, md, h.tail); err != nil {
+	if err := h.sw.deliver(h.cell, msg, md, h.tail); err != nil {
 		h.finish(err)
 		return
 	}
@@ -196,11 +239,11 @@ func (h *readHandler) stop() {
 
 // deliver hands one message to fn, unless it is a deleted key's marker, a key of another
 // share, or (in the tail) a key already read.
-func (sw *sweep) deliver(msg jetstream.Msg, md *jetstream.MsgMetadata, tail bool) error {
+func (sw *sweep) deliver(c domain.Cell, msg jetstream.Msg, md *jetstream.MsgMetadata, tail bool) error {
 	if Deleted(msg) {
 		return nil
 	}
-	key := strings.TrimPrefix(msg.Subject(), kvPrefix)
+	key := domain.KeyOfLocated(msg.Subject())
 	h := domain.KeyHash(key)
 	if sw.keep != nil && !sw.keep(key, h) {
 		return nil
@@ -219,7 +262,7 @@ func (sw *sweep) deliver(msg jetstream.Msg, md *jetstream.MsgMetadata, tail bool
 	} else {
 		sw.seen = append(sw.seen, h)
 	}
-	e := Entry{Key: key, Hash: h, Revision: md.Sequence.Stream, Stored: md.Timestamp}
+	e := Entry{Key: key, Hash: h, Revision: md.Sequence.Stream, Position: Position(c, md.Sequence.Stream), Stored: md.Timestamp}
 	var derr error
 	if e.Record, derr = domain.DecodeRecordSummary(msg.Data()); derr != nil {
 		derr = fmt.Errorf("%w %s: %w", ErrCorruptRecord, key, derr)

@@ -9,33 +9,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
-// fill writes n records k000… in state Pending and returns their revisions, in order.
+// fill writes n records k000… in state Pending and returns their sweep positions, in order.
 func fill(t *testing.T, st *store.Store, n int) []uint64 {
 	t.Helper()
-	revs := make([]uint64, n)
+	pos := make([]uint64, n)
 	for i := range n {
 		key := fmt.Sprintf("k%03d", i)
 		rev, err := st.Put(context.Background(), key, store.Versioned{}, domain.Record{ResourceID: key, State: domain.StatePending, LastCommandSeq: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		revs[i] = rev
+		pos[i] = store.Position(domain.CellOf(key), rev)
 	}
-	return revs
+	return pos
 }
 
 // sweepKeys sweeps from a position and returns the keys in the order seen.
 func sweepKeys(t *testing.T, st *store.Store, from uint64, keep func(string, uint64) bool, also func(store.Entry)) ([]string, store.SweepStats) {
 	t.Helper()
 	var keys []string
-	stats, err := st.Sweep(context.Background(), from, keep, func(e store.Entry, derr error) error {
+	stats, err := st.Sweep(context.Background(), domain.AllCells(), from, keep, func(e store.Entry, derr error) error {
 		if derr != nil {
 			t.Errorf("%s: %v", e.Key, derr)
 		}
@@ -73,21 +71,28 @@ func TestSweep_ReadsEveryRecordOnceFromAnyPositionWrappingAround(t *testing.T) {
 	if keys, stats := sweepKeys(t, st, 0, nil, nil); len(keys) != 0 || stats.Total != 0 {
 		t.Fatalf("empty bucket: %v, %+v", keys, stats)
 	}
-	revs := fill(t, st, 100)
+	pos := fill(t, st, 100)
 	// A deleted key is not a record.
-	kv, _ := env.JS.KeyValue(context.Background(), domain.Bucket)
-	if err := kv.Delete(context.Background(), "k050"); err != nil {
+	kv, loc := testenv.RecordBucket(t, env.JS, "k050")
+	if err := kv.Delete(context.Background(), loc); err != nil {
 		t.Fatal(err)
 	}
-	for _, from := range []uint64{0, revs[0], revs[37], revs[99], revs[99] + 50} {
+	// The key written last before k037 in its cell: the last a sweep from k037 reads.
+	before37 := ""
+	for i := 36; i >= 0 && before37 == ""; i-- {
+		if k := fmt.Sprintf("k%03d", i); domain.CellOf(k) == domain.CellOf("k037") && k != "k050" {
+			before37 = k
+		}
+	}
+	for _, from := range []uint64{0, pos[0], pos[37], pos[99], pos[99] + 50} {
 		t.Run(fmt.Sprint(from), func(t *testing.T) {
 			keys, stats := sweepKeys(t, st, from, nil, nil)
 			onceEach(t, keys, 99)
 			if slices.Contains(keys, "k050") {
 				t.Error("a deleted key was read")
 			}
-			if from == revs[37] && (keys[0] != "k037" || keys[len(keys)-1] != "k036") {
-				t.Errorf("from k037's revision: first %s, last %s; want k037 first, wrapping around to k036", keys[0], keys[len(keys)-1])
+			if from == pos[37] && (keys[0] != "k037" || before37 != "" && keys[len(keys)-1] != before37) {
+				t.Errorf("from k037's position: first %s, last %s; want k037 first, wrapping around to %s", keys[0], keys[len(keys)-1], before37)
 			}
 			if stats.Total != 100 || stats.Read != 100 {
 				t.Errorf("stats %+v, want 100 messages (99 records and a delete marker), all read", stats)
@@ -96,27 +101,31 @@ func TestSweep_ReadsEveryRecordOnceFromAnyPositionWrappingAround(t *testing.T) {
 	}
 }
 
-func TestSweep_ReadsOnlyItsShareYetCountsEverything(t *testing.T) {
+func TestSweep_ReadsOnlyItsShareOfTheCells(t *testing.T) {
 	env := testenv.Start(t)
 	st, _ := store.Open(context.Background(), env.JS)
 	fill(t, st, 200)
 	all := 0
 	for s := range 4 {
 		shard := domain.Shard{Index: s, Of: 4}
-		keys, stats := sweepKeys(t, st, 0, func(key string, h uint64) bool {
+		var keys []string
+		stats, err := st.Sweep(context.Background(), shard.Cells(), 0, func(key string, h uint64) bool {
 			if h != domain.KeyHash(key) {
 				t.Fatalf("%s: hash %x, want its KeyHash", key, h)
 			}
 			return shard.HoldsHash(h)
-		}, nil)
+		}, func(e store.Entry, _ error) error { keys = append(keys, e.Key); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, k := range keys {
 			if !shard.Holds(k) {
 				t.Errorf("shard %d read %s of shard %d", s, k, domain.ShardOf(k, 4))
 			}
 		}
 		onceEach(t, keys, len(keys))
-		if stats.Read != 200 {
-			t.Errorf("shard %d: read %d, want every message counted", s, stats.Read)
+		if stats.Read != len(keys) {
+			t.Errorf("shard %d: read %d messages for its %d records, want only its cells read", s, stats.Read, len(keys))
 		}
 		all += len(keys)
 	}
@@ -131,7 +140,7 @@ func TestSweep_RecordsWrittenDuringTheSweepAreReadOnce(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
 	st, _ := store.Open(ctx, env.JS)
-	revs := fill(t, st, 100)
+	pos := fill(t, st, 100)
 	update := func(key string) {
 		r, rev, err := st.Get(ctx, key)
 		if err != nil {
@@ -144,47 +153,37 @@ func TestSweep_RecordsWrittenDuringTheSweepAreReadOnce(t *testing.T) {
 		}
 	}
 	states := map[string]domain.State{}
-	keys, _ := sweepKeys(t, st, revs[50], nil, func(e store.Entry) {
+	var read, ahead string // a key read already and one not yet, when k060 is read
+	keys, _ := sweepKeys(t, st, pos[50], nil, func(e store.Entry) {
 		states[e.Key] = e.Record.State
-		if e.Key == "k060" {
-			update("k055") // read already
-			update("k070") // ahead in this part (or read ahead already)
-			update("k010") // ahead, in the part before the start
-			update("k010") // twice
+		if e.Key != "k060" {
+			return
+		}
+		read = "k050"
+		// Not read yet, and not on its way (the sweep reads ahead within a cell): in a cell
+		// the sweep has not started.
+		for i := range 100 {
+			k := fmt.Sprintf("k%03d", i)
+			if _, seen := states[k]; !seen && domain.CellOf(k) != domain.CellOf("k060") && domain.CellOf(k) != domain.CellOf("k050") {
+				ahead = k
+				break
+			}
+		}
+		update(read)
+		if ahead != "" {
+			update(ahead)
+			update(ahead) // twice
 		}
 	})
 	onceEach(t, keys, 100)
-	// k070 may have been on its way already (the sweep reads ahead): either revision is right.
-	if s := states["k070"]; s != domain.StatePending && s != domain.StatePlanned {
-		t.Errorf("k070 read as %s", s)
+	if ahead == "" {
+		t.Fatal("no key left unread when k060 was read: the scenario did not happen")
 	}
-	for key, want := range map[string]domain.State{"k055": domain.StatePending, "k010": domain.StatePlanned} {
+	for key, want := range map[string]domain.State{read: domain.StatePending, ahead: domain.StatePlanned} {
 		if states[key] != want {
 			t.Errorf("%s read as %s, want %s", key, states[key], want)
 		}
 	}
-}
-
-// A bucket that keeps history holds past revisions too: the sweep falls back to reading the
-// last revision of each key.
-func TestSweep_BucketWithHistoryReadsTheLastRevisions(t *testing.T) {
-	env := testenv.Start(t)
-	ctx := context.Background()
-	if _, err := env.JS.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: domain.Bucket, History: 5}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := store.Open(ctx, env.JS)
-	revs := fill(t, st, 20)
-	for _, key := range []string{"k003", "k004"} {
-		r, rev, _ := st.Get(ctx, key)
-		next := r
-		next.LastCommandSeq++
-		if _, err := st.Put(ctx, key, store.Versioned{Record: r, Rev: rev}, next); err != nil {
-			t.Fatal(err)
-		}
-	}
-	keys, _ := sweepKeys(t, st, revs[10], nil, nil)
-	onceEach(t, keys, 20)
 }
 
 // The callback's error ends the sweep with it, and a cancelled context ends it with the
@@ -195,7 +194,7 @@ func TestSweep_StopsOnTheCallbacksErrorOrTheContext(t *testing.T) {
 	fill(t, st, 300)
 	errStop := errors.New("stop here")
 	var calls atomic.Int64
-	_, err := st.Sweep(context.Background(), 0, nil, func(store.Entry, error) error {
+	_, err := st.Sweep(context.Background(), domain.AllCells(), 0, nil, func(store.Entry, error) error {
 		if calls.Add(1) == 10 {
 			return errStop
 		}
@@ -207,7 +206,7 @@ func TestSweep_StopsOnTheCallbacksErrorOrTheContext(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	calls.Store(0)
-	_, err = st.Sweep(ctx, 0, nil, func(store.Entry, error) error {
+	_, err = st.Sweep(ctx, domain.AllCells(), 0, nil, func(store.Entry, error) error {
 		if calls.Add(1) == 10 {
 			cancel()
 			time.Sleep(50 * time.Millisecond) // the sweep notices while this record is handled
@@ -232,21 +231,23 @@ func TestSweep_ConsumerLostOrConnectionClosed(t *testing.T) {
 	st, _ := store.Open(context.Background(), env.JS)
 	const n = 10000 // more than a sweep's pull asks for at once: the rest comes after the loss
 	testenv.FillRecords(t, env.JS, n, func(i int) string { return fmt.Sprintf("k%05d", i) })
-	stream, err := env.JS.Stream(context.Background(), "KV_"+domain.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	deleted := 0
 	keys, _ := sweepKeys(t, st, 0, nil, func(store.Entry) {
 		if deleted > 0 {
 			return
 		}
-		names := stream.ConsumerNames(context.Background())
-		for name := range names.Name() {
-			if err := stream.DeleteConsumer(context.Background(), name); err != nil {
-				t.Errorf("delete consumer %s: %v", name, err)
+		for _, c := range domain.AllCells() {
+			stream, err := env.JS.Stream(context.Background(), c.RecordsStream())
+			if err != nil {
+				t.Fatal(err)
 			}
-			deleted++
+			names := stream.ConsumerNames(context.Background())
+			for name := range names.Name() {
+				if err := stream.DeleteConsumer(context.Background(), name); err != nil {
+					t.Errorf("delete consumer %s: %v", name, err)
+				}
+				deleted++
+			}
 		}
 	})
 	if deleted == 0 {
@@ -259,7 +260,7 @@ func TestSweep_ConsumerLostOrConnectionClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	calls, start := 0, time.Now()
-	_, err = own.Sweep(ctx, 0, nil, func(store.Entry, error) error {
+	_, err := own.Sweep(ctx, domain.AllCells(), 0, nil, func(store.Entry, error) error {
 		if calls++; calls == 10 {
 			nc.Close()
 		}

@@ -123,7 +123,7 @@ func announceDirectly(ctx context.Context, js jetstream.JetStream, tag string, n
 			msgs = append(msgs, commandMsg(campaign.Announcement(c, key, e).Command))
 		}
 	}
-	from, err := lastSeq(ctx, js)
+	from, err := eventsEnd(ctx, js)
 	if err != nil {
 		return 0, err
 	}
@@ -154,7 +154,7 @@ func announceByCampaign(ctx context.Context, srv *server, tag string, n int) (fl
 	done := make(chan error, 1)
 	go func() { done <- campaignfn.Run(fctx, js, campaignfn.Config{}) }()
 	defer func() { stop(); <-done }()
-	from, err := lastSeq(ctx, srv.js)
+	from, err := eventsEnd(ctx, srv.js)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -181,22 +181,9 @@ func announceByCampaign(ctx context.Context, srv *server, tag string, n int) (fl
 	return rate, time.Since(start), err
 }
 
-// lastSeq is the events stream's last sequence.
-func lastSeq(ctx context.Context, js jetstream.JetStream) (uint64, error) {
-	s, err := js.Stream(ctx, domain.EventsStream)
-	if err != nil {
-		return 0, err
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return info.State.LastSeq, nil
-}
-
 // appliedRate waits until n applied Pendings whose ids start with prefix are stored after
-// sequence from, and returns their rate from the first stored to the last.
-func appliedRate(ctx context.Context, js jetstream.JetStream, from uint64, prefix string, n int) (float64, error) {
+// the sequences from (eventsEnd), and returns their rate from the first stored to the last.
+func appliedRate(ctx context.Context, js jetstream.JetStream, from map[string]uint64, prefix string, n int) (float64, error) {
 	var first, last time.Time
 	seen := 0
 	deadline := time.Now().Add(15 * time.Minute)
@@ -204,23 +191,27 @@ func appliedRate(ctx context.Context, js jetstream.JetStream, from uint64, prefi
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("%d of %d applied after 15 minutes", seen, n)
 		}
-		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{domain.EventPrefix + "*"}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1}
-		err := store.Read(ctx, js, domain.EventsStream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
-			from = seq
-			ev, err := domain.DecodeEvent(m.Data())
-			if err != nil || ev.Outcome != domain.OutcomeApplied || ev.Task != domain.TaskPending || !strings.HasPrefix(ev.CommandID, prefix) {
+		for stream, start := range from {
+			cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start}
+			err := store.Read(ctx, js, stream, cfg, 0, func(m jetstream.Msg, seq uint64) error {
+				from[stream] = seq + 1
+				ev, err := domain.DecodeEvent(m.Data())
+				if err != nil || ev.Outcome != domain.OutcomeApplied || ev.Task != domain.TaskPending || !strings.HasPrefix(ev.CommandID, prefix) {
+					return nil
+				}
+				md, _ := m.Metadata()
+				if seen == 0 || md.Timestamp.Before(first) {
+					first = md.Timestamp
+				}
+				if md.Timestamp.After(last) {
+					last = md.Timestamp
+				}
+				seen++
 				return nil
+			})
+			if err != nil {
+				return 0, err
 			}
-			md, _ := m.Metadata()
-			if seen == 0 {
-				first = md.Timestamp
-			}
-			last = md.Timestamp
-			seen++
-			return nil
-		})
-		if err != nil {
-			return 0, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

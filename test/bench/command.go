@@ -14,6 +14,7 @@ import (
 
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // rawGetUpdate is the raw limit: workers doing KV Get + Update on distinct keys of a bucket
@@ -119,7 +120,7 @@ type outcomes struct {
 
 func watchOutcomes(nc *nats.Conn, want int) (*outcomes, *nats.Subscription, error) {
 	o := &outcomes{at: make(map[string]time.Time, want), done: make(chan struct{}), want: want}
-	sub, err := nc.Subscribe(domain.EventPrefix+"*", func(m *nats.Msg) {
+	sub, err := nc.Subscribe(domain.AllEventsFilter, func(m *nats.Msg) {
 		now := time.Now()
 		ev, err := domain.DecodeEvent(m.Data)
 		if err != nil {
@@ -148,16 +149,11 @@ func watchOutcomes(nc *nats.Conn, want int) (*outcomes, *nats.Subscription, erro
 // command order per entity (a fast wrong answer is no answer).
 func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int, snd sender) (float64, error) {
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
-	evs, err := js.Stream(ctx, domain.EventsStream)
+	first, err := eventsEnd(ctx, js)
 	if err != nil {
 		return 0, err
 	}
-	info, err := evs.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	first := info.State.LastSeq + 1
-	run := fmt.Sprintf("tp%d", first)
+	run := fmt.Sprintf("tp%d", time.Now().UnixNano())
 	// Made (and signed) before the clock starts: the senders' work is not the function's.
 	msgs := make([]*nats.Msg, n)
 	for i := range msgs {
@@ -170,12 +166,16 @@ func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int, snd send
 	// measured path.
 	go func() {
 		for {
-			info, err := evs.Info(ctx)
+			now, err := eventsEnd(ctx, js)
 			if err != nil {
 				stored <- err
 				return
 			}
-			if info.State.LastSeq+1-first >= uint64(n) {
+			var got uint64
+			for s, seq := range now {
+				got += seq - first[s]
+			}
+			if got >= uint64(n) {
 				stored <- nil
 				return
 			}
@@ -200,42 +200,65 @@ func commandThroughput(ctx context.Context, nc *nats.Conn, n, keys int, snd send
 	return rate, checkOutcomes(ctx, js, first, n, keys, run)
 }
 
-// checkOutcomes reads the n outcome events from sequence first and checks that each command
-// was applied, once, in order per entity.
-func checkOutcomes(ctx context.Context, js jetstream.JetStream, first uint64, n, keys int, run string) error {
-	cons, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: first,
-	})
-	if err != nil {
-		return err
+// eventsEnd is, for each cell's events stream, the sequence the next event will have.
+func eventsEnd(ctx context.Context, js jetstream.JetStream) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, name := range domain.EventsStreams() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = s.CachedInfo().State.LastSeq + 1
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
+	return out, nil
+}
+
+// checkOutcomes reads the n outcome events from the sequences first and checks that each
+// command was applied, once, in order per entity (an entity's events are in one cell).
+func checkOutcomes(ctx context.Context, js jetstream.JetStream, first map[string]uint64, n, keys int, run string) error {
 	last := make(map[int]int, keys)
-	for seen := 0; seen < n; seen++ {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return fmt.Errorf("check outcomes: %w", err)
-		}
-		ev, err := domain.DecodeEvent(m.Data())
-		if err != nil {
-			return fmt.Errorf("check outcomes: %w", err)
-		}
-		var i int
-		if _, err := fmt.Sscanf(ev.CommandID, run+"-%d", &i); err != nil {
-			return fmt.Errorf("check outcomes: unexpected command %q", ev.CommandID)
-		}
-		if ev.Outcome != domain.OutcomeApplied {
-			return fmt.Errorf("check outcomes: command %s: %s (%s)", ev.CommandID, ev.Outcome, ev.Message)
-		}
-		if prev, ok := last[i%keys]; ok && prev >= i {
-			return fmt.Errorf("check outcomes: command %s applied after %s-%d", ev.CommandID, run, prev)
-		}
-		last[i%keys] = i
+	seen := 0
+	end, err := eventsEnd(ctx, js)
+	if err != nil {
+		return err
 	}
+	for stream, from := range first {
+		if end[stream] == from {
+			continue // nothing stored in this cell
+		}
+		err := store.Read(ctx, js, stream, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from,
+		}, 0, func(m jetstream.Msg, _ uint64) error {
+			seen++
+			return checkOutcome(m, keys, run, last)
+		})
+		if err != nil {
+			return fmt.Errorf("check outcomes: %w", err)
+		}
+	}
+	if seen < n {
+		return fmt.Errorf("check outcomes: %d outcomes, want %d", seen, n)
+	}
+	return nil
+}
+
+// checkOutcome checks one outcome of a throughput run: applied, after the entity's last.
+func checkOutcome(m jetstream.Msg, keys int, run string, last map[int]int) error {
+	ev, err := domain.DecodeEvent(m.Data())
+	if err != nil {
+		return err
+	}
+	var i int
+	if _, err := fmt.Sscanf(ev.CommandID, run+"-%d", &i); err != nil {
+		return fmt.Errorf("unexpected command %q", ev.CommandID)
+	}
+	if ev.Outcome != domain.OutcomeApplied {
+		return fmt.Errorf("command %s: %s (%s)", ev.CommandID, ev.Outcome, ev.Message)
+	}
+	if prev, ok := last[i%keys]; ok && prev >= i {
+		return fmt.Errorf("command %s applied after %s-%d", ev.CommandID, run, prev)
+	}
+	last[i%keys] = i
 	return nil
 }
 

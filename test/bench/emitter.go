@@ -47,7 +47,7 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 		if err != nil {
 			return err
 		}
-		if _, err := ajs.PublishAsync("$KV."+domain.Bucket+"."+domain.MustKey(id), b); err != nil {
+		if _, err := ajs.PublishAsync(domain.RecordSubject(domain.MustKey(id)), b); err != nil {
 			return err
 		}
 		if (i-from)%4096 == 4095 {

@@ -226,6 +226,7 @@ func shardLines(out io.Writer, sh shardFigures) {
 	fmt.Fprintf(out, "s emitter_1m %.2f\n", sh.one.wall.Seconds())
 	fmt.Fprintf(out, "ratio emitter_1m_deadline %.2f\n", sh.ratioDeadline())
 	fmt.Fprintf(out, "ratio emitter_shards_2 %.2f\n", sh.ratioPair())
+	fmt.Fprintf(out, "ratio emitter_shards_4 %.2f\n", sh.ratioFour())
 	fmt.Fprintf(out, "ratio emitter_points %.2f\n", sh.ratioPoints())
 	fmt.Fprintf(out, "s notices_1m %.2f\n", sh.notices.wall.Seconds())
 }
@@ -239,12 +240,14 @@ type emitterFigures struct {
 // one streaming pass over the same bucket plus one export of as many points).
 func benchEmitter(ctx context.Context, js jetstream.JetStream, counts []int, out io.Writer) (emitterFigures, error) {
 	var f emitterFigures
-	kv, err := js.Stream(ctx, "KV_"+domain.Bucket)
-	if err != nil {
-		return f, err
-	}
-	if err := kv.Purge(ctx); err != nil {
-		return f, err
+	for _, c := range domain.AllCells() {
+		kv, err := js.Stream(ctx, c.RecordsStream())
+		if err != nil {
+			return f, err
+		}
+		if err := kv.Purge(ctx); err != nil {
+			return f, err
+		}
 	}
 	r, err := otlpreceiver.New(otlpreceiver.WithoutPayloads())
 	if err != nil {

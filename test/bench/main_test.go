@@ -26,7 +26,7 @@ func TestRun_SmokeRunPrintsEveryFigure(t *testing.T) {
 	for _, line := range []string{"ratio command_throughput ", "ratio emitter_100k ", "ratio emitter_growth ", "mb emitter_1m_peak ", "ms command_p99 ", "ratio webhook_deliveries ", "deliveries/s",
 		"ratio durable_command_r1 ", "ratio durable_command_r3 ", "ms durable_p99_r3 ", "mb emitter_1m_own ",
 		"ratio signed_command ", "ratio signed_command_r1 ", "ratio signed_command_r3 ", "ratio policy_command ",
-		"s emitter_1m ", "ratio emitter_1m_deadline ", "ratio emitter_shards_2 ", "ratio emitter_points ", "s notices_1m ",
+		"s emitter_1m ", "ratio emitter_1m_deadline ", "ratio emitter_shards_2 ", "ratio emitter_shards_4 ", "ratio emitter_points ", "s notices_1m ",
 		"ratio campaign_announce ", "s campaign_100k ", "s campaign_dryrun_1m "} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("output lacks %q:\n%s", line, out.String())

@@ -34,7 +34,8 @@ const runDeadline = 30 * time.Second
 type shardFigures struct {
 	one      childCost // one replica holding every shard, the best of its emissions after the first
 	ownPeak  uint64    // that replica's peak RSS over its emissions
-	pair     [2]childCost
+	pair     []childCost // two replicas of half the shards each, emitting at once
+	four     []childCost // four replicas of a shard each
 	sdk      childCost // the SDK's bare export of prebuilt points
 	notices  childCost // one notices run of every shard (entities: notices published)
 	entities int
@@ -42,8 +43,16 @@ type shardFigures struct {
 
 func (f shardFigures) ratioDeadline() float64 { return f.one.wall.Seconds() / runDeadline.Seconds() }
 
-func (f shardFigures) ratioPair() float64 {
-	return max(f.pair[0].cpu, f.pair[1].cpu).Seconds() / f.one.cpu.Seconds()
+func (f shardFigures) ratioPair() float64 { return f.ratioOf(f.pair) }
+func (f shardFigures) ratioFour() float64 { return f.ratioOf(f.four) }
+
+// ratioOf is the CPU of the busiest of replicas over one replica's alone.
+func (f shardFigures) ratioOf(rs []childCost) float64 {
+	var most time.Duration
+	for _, c := range rs {
+		most = max(most, c.cpu)
+	}
+	return most.Seconds() / f.one.cpu.Seconds()
 }
 
 // ratioPoints is our points per CPU second over the SDK's.
@@ -72,8 +81,11 @@ func benchShards(ctx context.Context, n int, out io.Writer) (shardFigures, error
 	if f.one, f.ownPeak, err = loneReplica(ctx, env); err != nil {
 		return f, fmt.Errorf("one replica: %w", err)
 	}
-	if f.pair, err = twoReplicas(ctx, env); err != nil {
+	if f.pair, err = replicas(ctx, env, 2); err != nil {
 		return f, fmt.Errorf("two replicas: %w", err)
+	}
+	if f.four, err = replicas(ctx, env, 4); err != nil {
+		return f, fmt.Errorf("four replicas: %w", err)
 	}
 	sdkN := min(n, 250_000) // prebuilt points take memory; a rate needs no more
 	if f.sdk, err = childOnce(ctx, "sdkexport", append(env, "MAINT_BENCH_ENTITIES="+strconv.Itoa(sdkN))); err != nil {
@@ -86,6 +98,8 @@ func benchShards(ctx context.Context, n int, out io.Writer) (shardFigures, error
 		domain.DefaultShards, n, f.one.wall.Seconds(), f.one.cpu.Seconds(), rate(f.one), mb(f.ownPeak))
 	fmt.Fprintf(out, "emitter, two replicas of %d shards each emitting at once: %.2f and %.2f CPU s (%.2f and %.2f s)\n",
 		domain.DefaultShards/2, f.pair[0].cpu.Seconds(), f.pair[1].cpu.Seconds(), f.pair[0].wall.Seconds(), f.pair[1].wall.Seconds())
+	fmt.Fprintf(out, "emitter, four replicas of one shard each emitting at once: %.2f, %.2f, %.2f and %.2f CPU s\n",
+		f.four[0].cpu.Seconds(), f.four[1].cpu.Seconds(), f.four[2].cpu.Seconds(), f.four[3].cpu.Seconds())
 	fmt.Fprintf(out, "  the SDK's bare OTLP export of %d entities' prebuilt points: %.2f CPU s, %.0f points per CPU second\n", sdkN, f.sdk.cpu.Seconds(), rate(f.sdk))
 	fmt.Fprintf(out, "notices, one replica of %d shards, %d entities: %.2f s, %.2f CPU s, %d notices published\n",
 		domain.DefaultShards, n, f.notices.wall.Seconds(), f.notices.cpu.Seconds(), f.notices.entities)
@@ -126,20 +140,20 @@ func loneReplica(ctx context.Context, env []string) (childCost, uint64, error) {
 	return c, peak, err
 }
 
-// twoReplicas is two replicas holding half the shards each, as two replicas sharing a tick:
-// a first emission of each alone, then both at once, the best of measured rounds.
-func twoReplicas(ctx context.Context, env []string) ([2]childCost, error) {
-	var out [2]childCost
-	half := domain.DefaultShards / 2
+// replicas is n replicas holding a share of the shards each, as n replicas sharing a tick: a
+// first emission of each alone, then all at once, the best of measured rounds.
+func replicas(ctx context.Context, env []string, n int) ([]childCost, error) {
+	out := make([]childCost, n)
+	each := domain.DefaultShards / n
 	var procs []*emitterProc
 	defer func() {
 		for _, p := range procs {
 			p.close()
 		}
 	}()
-	for i := range 2 {
+	for i := range n {
 		var list []string
-		for s := i * half; s < (i+1)*half; s++ {
+		for s := i * each; s < (i+1)*each; s++ {
 			list = append(list, strconv.Itoa(s))
 		}
 		p, err := startEmitterProc(ctx, env, strings.Join(list, ",")+"/"+strconv.Itoa(domain.DefaultShards))
@@ -152,7 +166,7 @@ func twoReplicas(ctx context.Context, env []string) ([2]childCost, error) {
 		}
 	}
 	for range measured {
-		errs := make(chan error, 2)
+		errs := make(chan error, n)
 		for i, p := range procs {
 			go func() {
 				c, err := p.emit()

@@ -14,6 +14,7 @@ import (
 	"maintsignals/functions/command"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // sender makes the messages of a run: unsigned (the zero sender), or signed by one admin key
@@ -147,21 +148,15 @@ func signedOn(ctx context.Context, t topology, snd sender, n, keys int) (signedC
 // largestRecord is the size of the largest value in the bucket: what remembering signed
 // commands adds to every write of an entity.
 func largestRecord(ctx context.Context, js jetstream.JetStream) (int, error) {
-	kv, err := js.KeyValue(ctx, domain.Bucket)
-	if err != nil {
-		return 0, err
-	}
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
-	if err != nil {
-		return 0, err
-	}
-	defer w.Stop()
 	largest := 0
-	for e := range w.Updates() {
-		if e == nil {
-			return largest, nil
+	for _, c := range domain.AllCells() {
+		err := store.ScanLast(ctx, js, c.RecordsStream(), "$KV."+c.RecordsBucket()+".>", func(m jetstream.Msg, _ uint64) error {
+			largest = max(largest, len(m.Data()))
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("largest record: %w", err)
 		}
-		largest = max(largest, len(e.Value()))
 	}
-	return largest, fmt.Errorf("largest record: the watch ended early")
+	return largest, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"maintsignals/functions/web"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/store"
 )
 
 // The web view at a fleet's scale: a web replica in a process of its own (so that its memory
@@ -91,10 +92,6 @@ func (f webFigures) lines(out io.Writer) {
 // announceWindows makes one entity in every of them Pending with a window, spread over the
 // next 14 days: the time line has something to show.
 func announceWindows(ctx context.Context, js jetstream.JetStream, n, every int) error {
-	kv, err := js.KeyValue(ctx, domain.Bucket)
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	for i := 0; i < n; i += every {
 		start := now.Add(time.Duration(i%(14*24)) * time.Hour)
@@ -104,7 +101,8 @@ func announceWindows(ctx context.Context, js jetstream.JetStream, n, every int) 
 		if err != nil {
 			return err
 		}
-		if _, err := kv.Put(ctx, domain.MustKey(r.ResourceID), b); err != nil {
+		// A publish on a record's subject is a put of the record.
+		if _, err := js.Publish(ctx, domain.RecordSubject(domain.MustKey(r.ResourceID)), b); err != nil {
 			return err
 		}
 	}
@@ -193,7 +191,7 @@ func timePage(ctx context.Context, hc *http.Client, url string, n int) (time.Dur
 
 // timeKVGets times 50 gets of distinct keys, one after another, n times.
 func timeKVGets(ctx context.Context, js jetstream.JetStream, entities, n int) (time.Duration, time.Duration, error) {
-	kv, err := js.KeyValue(ctx, domain.Bucket)
+	st, err := store.Open(ctx, js)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -201,7 +199,7 @@ func timeKVGets(ctx context.Context, js jetstream.JetStream, entities, n int) (t
 	return percentiles(n, func() (time.Duration, error) {
 		start := time.Now()
 		for i := range 50 {
-			if _, err := kv.Get(ctx, domain.MustKey(entityID((round*50+i)*7919%entities))); err != nil {
+			if _, _, err := st.Peek(ctx, domain.MustKey(entityID((round*50+i)*7919%entities))); err != nil {
 				return 0, err
 			}
 		}

@@ -281,12 +281,7 @@ func makeHistory(t *testing.T) (string, string) {
 	}
 	testenv.PublishAll(t, js, cmds, nil)
 	counts := func() (uint64, uint64) {
-		ev, err1 := js.Stream(context.Background(), domain.EventsStream)
-		nt, err2 := js.Stream(context.Background(), domain.NoticesStream)
-		if err1 != nil || err2 != nil {
-			return 0, 0
-		}
-		return ev.CachedInfo().State.Msgs, nt.CachedInfo().State.Msgs
+		return testenv.StoredMsgs(js, domain.EventsStreams()...), testenv.StoredMsgs(js, domain.NoticesStreams()...)
 	}
 	testenv.Eventually(t, 2*time.Minute, "the history's events and reminders", func() bool {
 		ev, nt := counts()

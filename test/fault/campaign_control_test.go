@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -272,10 +271,7 @@ func withdrawalsApplied(t *testing.T, js jetstream.JetStream) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	outcomes := map[domain.Outcome]int{}
-	testenv.ReadStream(t, js, domain.EventsStream, func(m jetstream.Msg) {
-		if !strings.HasPrefix(m.Subject(), domain.EventPrefix) {
-			return
-		}
+	testenv.ReadEntityEvents(t, js, func(m jetstream.Msg) {
 		ev, err := domain.DecodeEvent(m.Data())
 		if err != nil {
 			t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -131,21 +130,7 @@ func campaignSpec(t *testing.T, ctx context.Context, js jetstream.JetStream, ids
 // campaign's own events are on others).
 func appliedCount(t *testing.T, js jetstream.JetStream) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, domain.EventsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(domain.EventPrefix+">"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, c := range info.State.Subjects {
-		total += int(c)
-	}
-	return total
+	return int(testenv.StoredMsgs(js, domain.EventsStreams()...))
 }
 
 // checkAnnouncedOnce: each listed entity has exactly one applied Pending of generation 1 of
@@ -153,10 +138,7 @@ func appliedCount(t *testing.T, js jetstream.JetStream) int {
 func checkAnnouncedOnce(t *testing.T, js jetstream.JetStream, ids []string, before seeded) {
 	t.Helper()
 	applied, outcomes := map[string]int{}, map[domain.Outcome]int{}
-	testenv.ReadStream(t, js, domain.EventsStream, func(m jetstream.Msg) {
-		if !strings.HasPrefix(m.Subject(), domain.EventPrefix) {
-			return // a campaign event
-		}
+	testenv.ReadEntityEvents(t, js, func(m jetstream.Msg) {
 		ev, err := domain.DecodeEvent(m.Data())
 		if err != nil {
 			t.Fatal(err)

@@ -61,7 +61,7 @@ func TestProcess_NoticesReplicasKilled(t *testing.T) {
 	)
 	read := func() {
 		seen, per, twice = map[string]bool{}, map[string][]string{}, nil
-		testenv.ReadStream(t, st.js, domain.NoticesStream, func(m jetstream.Msg) {
+		testenv.ReadNotices(t, st.js, func(m jetstream.Msg) {
 			n, err := domain.DecodeNotice(m.Data())
 			if err != nil {
 				t.Fatal(err)

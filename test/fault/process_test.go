@@ -46,7 +46,7 @@ func TestProcess_CommandReplicaKilledMidLoad(t *testing.T) {
 	if got := waitEvents(st.js, 100, 30*time.Second); got < 100 {
 		t.Fatalf("only %d outcomes 30s after publishing %d commands", got, third)
 	}
-	outcomes := streamMsgs(st.js, domain.EventsStream)
+	outcomes := streamMsgs(st.js, domain.EventsStreams()...)
 	killedAt := time.Now()
 	victim.Kill()
 	t.Logf("SIGKILL command-1 with %d commands stored and %d outcomes published", third, outcomes)
@@ -55,12 +55,12 @@ func TestProcess_CommandReplicaKilledMidLoad(t *testing.T) {
 	time.Sleep(time.Until(killedAt.Add(time.Second)))
 	startFunction(t, "command-1-again", "command", st.url, commandEnv(r, "c1-again"))
 	t.Logf("command-1 started again %s after the kill, with %d outcomes published",
-		time.Since(killedAt).Round(time.Millisecond), streamMsgs(st.js, domain.EventsStream))
+		time.Since(killedAt).Round(time.Millisecond), streamMsgs(st.js, domain.EventsStreams()...))
 	// The dead replica's partitions move after the pinned TTL and the commands it held come
 	// back after the ack wait (5 s each here); until then its partitions wait, to keep
 	// per-entity order.
 	time.Sleep(time.Until(killedAt.Add(6 * time.Second)))
-	t.Logf("%d outcomes published 6s after the kill", streamMsgs(st.js, domain.EventsStream))
+	t.Logf("%d outcomes published 6s after the kill", streamMsgs(st.js, domain.EventsStreams()...))
 
 	counts := testenv.Verify(t, st.js, cmds, verifyWait)
 	time.Sleep(700 * time.Millisecond) // one more metrics export of each process
@@ -128,7 +128,7 @@ func TestProcess_ShardHolderKilled(t *testing.T) {
 	}
 	emitters[victim].Kill()
 	killedAt := time.Now()
-	t.Logf("SIGKILL emitter %s in the middle of a run (%d of %d outcomes published)", victim, streamMsgs(st.js, domain.EventsStream), len(cmds))
+	t.Logf("SIGKILL emitter %s in the middle of a run (%d of %d outcomes published)", victim, streamMsgs(st.js, domain.EventsStreams()...), len(cmds))
 
 	// The next tick after the kill: whole, by the survivor alone, within a tick and its run.
 	next := awaitTickAfter(t, r, killedAt, 2*every+5*time.Second, "the first whole emission of a tick after the kill")
@@ -322,7 +322,7 @@ func waitOutcome(t *testing.T, js jetstream.JetStream, resourceID string, timeou
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		if len(testenv.Events(t, js, domain.EventPrefix+domain.MustKey(resourceID))) > 0 {
+		if len(testenv.Events(t, js, domain.EventSubject(domain.MustKey(resourceID)))) > 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -401,7 +401,7 @@ func TestProcess_StackRestartedOnSameStore(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 		}
 	}()
-	outcomes := streamMsgs(js, domain.EventsStream)
+	outcomes := streamMsgs(js, domain.EventsStreams()...)
 	termAt := time.Now()
 	if err := up.Term(time.Minute); err != nil {
 		t.Errorf("maintctl up after SIGTERM: %v", err)

@@ -102,18 +102,8 @@ func loadCmds(seed uint64, prefix string) []domain.Command {
 }
 
 // streamMsgs is the number of messages in a stream (-1 when it cannot be read).
-func streamMsgs(js jetstream.JetStream, stream string) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return -1
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return -1
-	}
-	return int(info.State.Msgs)
+func streamMsgs(js jetstream.JetStream, streams ...string) int {
+	return int(testenv.StoredMsgs(js, streams...))
 }
 
 // waitEvents waits (up to timeout) until the events stream holds at least n messages and
@@ -121,7 +111,7 @@ func streamMsgs(js jetstream.JetStream, stream string) int {
 func waitEvents(js jetstream.JetStream, n int, timeout time.Duration) int {
 	deadline := time.Now().Add(timeout)
 	for {
-		got := streamMsgs(js, domain.EventsStream)
+		got := streamMsgs(js, domain.EventsStreams()...)
 		if got >= n || time.Now().After(deadline) {
 			return got
 		}

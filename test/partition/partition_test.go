@@ -108,11 +108,13 @@ var scenarios = []scenario{
 		about: "the node leading the commands stream and the bucket is cut off for 12 s, then healed",
 		prepare: func(s *stack) []pubSpec {
 			leader := s.leaderNode(domain.CommandsStream)
-			if err := MoveLeader(context.Background(), s.nc, s.js, "KV_"+domain.Bucket, leader.Name); err != nil {
-				s.t.Fatal(err)
+			for _, cell := range domain.AllCells() {
+				if err := MoveLeader(context.Background(), s.nc, s.js, cell.RecordsStream(), leader.Name); err != nil {
+					s.t.Fatal(err)
+				}
 			}
 			s.victim = leader.Host
-			s.t.Logf("%s leads %s and KV_%s", leader.Name, domain.CommandsStream, domain.Bucket)
+			s.t.Logf("%s leads %s and the records' buckets", leader.Name, domain.CommandsStream)
 			return bothWays(s, leader)
 		},
 		fault: func(s *stack) {
@@ -201,7 +203,10 @@ var scenarios = []scenario{
 		prepare: func(s *stack) []pubSpec {
 			// A node that leads neither the commands stream nor the bucket: the cut then
 			// concerns that publisher, not the functions.
-			lead := map[string]bool{s.leaderNode(domain.CommandsStream).Name: true, s.leaderNode("KV_" + domain.Bucket).Name: true}
+			lead := map[string]bool{s.leaderNode(domain.CommandsStream).Name: true}
+			for _, cell := range domain.AllCells() {
+				lead[s.leaderNode(cell.RecordsStream()).Name] = true
+			}
 			var only *Node
 			for _, nd := range s.cluster.Nodes {
 				if !lead[nd.Name] {

@@ -102,7 +102,7 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 	deadline := time.Now().Add(in.Wait)
 	for {
 		byID = map[string][]event{}
-		ReadStream(t, js, domain.EventsStream, func(m jetstream.Msg) {
+		ReadEntityEvents(t, js, func(m jetstream.Msg) {
 			ev, err := domain.DecodeEvent(m.Data())
 			if err != nil || !in.Ours(ev.CommandID) {
 				return
@@ -249,15 +249,19 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 // and is dropped by the events stream. The functions read only the latest revision, and the
 // compare-and-swap checks only the latest, so this changes retention, not behaviour.
 func KeepBucketHistory(ctx context.Context, js jetstream.JetStream) error {
-	s, err := js.Stream(ctx, "KV_"+domain.Bucket)
-	if err != nil {
-		return err
+	for _, c := range domain.AllCells() {
+		s, err := js.Stream(ctx, c.RecordsStream())
+		if err != nil {
+			return err
+		}
+		cfg := s.CachedInfo().Config
+		// Not -1 (unlimited): a bucket's clients refuse a stream without a positive limit.
+		cfg.MaxMsgsPerSubject = 1 << 30
+		if _, err = js.UpdateStream(ctx, cfg); err != nil {
+			return err
+		}
 	}
-	cfg := s.CachedInfo().Config
-	// Not -1 (unlimited): a bucket's clients refuse a stream without a positive limit.
-	cfg.MaxMsgsPerSubject = 1 << 30
-	_, err = js.UpdateStream(ctx, cfg)
-	return err
+	return nil
 }
 
 // BucketWrites reads the bucket's stream (kept whole by KeepBucketHistory) and returns, per
@@ -266,15 +270,17 @@ func KeepBucketHistory(ctx context.Context, js jetstream.JetStream) error {
 func BucketWrites(t testing.TB, js jetstream.JetStream) map[string][]uint64 {
 	t.Helper()
 	out := map[string][]uint64{}
-	ReadStream(t, js, "KV_"+domain.Bucket, func(m jetstream.Msg) {
-		var r domain.Record
-		md, err := m.Metadata()
-		// A fence (a refusal written on a redelivery) keeps the last applied command's id: it
-		// is no write of that command.
-		if err != nil || json.Unmarshal(m.Data(), &r) != nil || r.LastCommandID == "" || r.Fence != nil {
-			return
-		}
-		out[r.LastCommandID] = append(out[r.LastCommandID], md.Sequence.Stream)
-	})
+	for _, c := range domain.AllCells() {
+		ReadStream(t, js, c.RecordsStream(), func(m jetstream.Msg) {
+			var r domain.Record
+			md, err := m.Metadata()
+			// A fence (a refusal written on a redelivery) keeps the last applied command's id: it
+			// is no write of that command.
+			if err != nil || json.Unmarshal(m.Data(), &r) != nil || r.LastCommandID == "" || r.Fence != nil {
+				return
+			}
+			out[r.LastCommandID] = append(out[r.LastCommandID], md.Sequence.Stream)
+		})
+	}
 	return out
 }

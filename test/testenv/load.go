@@ -236,7 +236,7 @@ func FillRecords(t testing.TB, js jetstream.JetStream, n int, id func(int) strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ajs.PublishAsync("$KV."+domain.Bucket+"."+domain.MustKey(id(i)), b); err != nil {
+		if _, err := ajs.PublishAsync(domain.RecordSubject(domain.MustKey(id(i))), b); err != nil {
 			t.Fatal(err)
 		}
 		if i%1024 == 1023 {

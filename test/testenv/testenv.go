@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -102,8 +103,32 @@ func PolicyEvents(t testing.TB, js jetstream.JetStream, filter string) []domain.
 
 func readEvents[E any](t testing.TB, js jetstream.JetStream, filter string, decode func([]byte) (E, error)) []E {
 	t.Helper()
+	var out []E
+	for _, stream := range EventStreamsFor(filter) {
+		out = append(out, readFiltered(t, js, stream, filter, decode)...)
+	}
+	return out
+}
+
+// EventStreamsFor lists the streams that hold events under filter: the cells' whose subjects
+// it meets, and MAINT_EVENTS (the policies' and campaigns' events) if it meets those.
+func EventStreamsFor(filter string) []string {
+	var out []string
+	for _, c := range domain.AllCells() {
+		if server.SubjectsCollide(filter, c.EventsSubjects()) {
+			out = append(out, c.EventsStream())
+		}
+	}
+	if server.SubjectsCollide(filter, domain.PolicyEventPrefix+"*") || server.SubjectsCollide(filter, domain.CampaignEventPrefix+"*") {
+		out = append(out, domain.EventsStream)
+	}
+	return out
+}
+
+func readFiltered[E any](t testing.TB, js jetstream.JetStream, stream, filter string, decode func([]byte) (E, error)) []E {
+	t.Helper()
 	ctx := context.Background()
-	c, err := js.OrderedConsumer(ctx, domain.EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +151,33 @@ func readEvents[E any](t testing.TB, js jetstream.JetStream, filter string, deco
 			return out
 		}
 	}
+}
+
+// ReadEntityEvents is ReadStream of every cell's events stream, cell by cell.
+func ReadEntityEvents(t testing.TB, js jetstream.JetStream, fn func(jetstream.Msg)) {
+	t.Helper()
+	for _, s := range domain.EventsStreams() {
+		ReadStream(t, js, s, fn)
+	}
+}
+
+// ReadNotices is ReadStream of every cell's notices stream, cell by cell.
+func ReadNotices(t testing.TB, js jetstream.JetStream, fn func(jetstream.Msg)) {
+	t.Helper()
+	for _, s := range domain.NoticesStreams() {
+		ReadStream(t, js, s, fn)
+	}
+}
+
+// StoredMsgs is how many messages the streams hold in all (0 for one that cannot be read).
+func StoredMsgs(js jetstream.JetStream, streams ...string) uint64 {
+	var n uint64
+	for _, name := range streams {
+		if s, err := js.Stream(context.Background(), name); err == nil {
+			n += s.CachedInfo().State.Msgs
+		}
+	}
+	return n
 }
 
 // JetStream wraps a connection.

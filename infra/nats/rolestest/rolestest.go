@@ -352,7 +352,8 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 	// Denied actions, each tried by the roles that must not do it.
 	events := streamConfig(t, op, domain.EventsStream)
 	events.MaxAge = time.Hour
-	kvCfg := streamConfig(t, op, "KV_"+domain.Bucket)
+	cell := domain.CellOf(key)
+	kvCfg := streamConfig(t, op, cell.RecordsStream())
 	kvCfg.MaxMsgsPerSubject = 100
 	publish := func(subject string) func(context.Context, *Party) error {
 		return func(ctx context.Context, pt *Party) error {
@@ -396,12 +397,12 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		{"purge the policies bucket", notOperator, request("$JS.API.STREAM.PURGE." + domain.PoliciesBucketStream)},
 		{"delete a notice", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.NoticesStream)},
 		{"write a record", notFunction, func(ctx context.Context, pt *Party) error {
-			return pt.Guard(ctx, natsconf.KVSubjects, func(ctx context.Context) error {
-				kv, err := pt.JS.KeyValue(ctx, domain.Bucket)
+			return pt.Guard(ctx, "$KV."+cell.RecordsBucket()+".>", func(ctx context.Context) error {
+				kv, err := pt.JS.KeyValue(ctx, cell.RecordsBucket())
 				if err != nil {
 					return err
 				}
-				_, err = kv.Put(ctx, key, []byte(`{"state":"None"}`))
+				_, err = kv.Put(ctx, domain.Located(key), []byte(`{"state":"None"}`))
 				return err
 			})
 		}},
@@ -432,14 +433,14 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 			return err
 		})},
 		{"purge the events stream", notOperator, request("$JS.API.STREAM.PURGE." + domain.EventsStream)},
-		{"purge the bucket", notOperator, request("$JS.API.STREAM.PURGE.KV_" + domain.Bucket)},
+		{"purge the bucket", notOperator, request("$JS.API.STREAM.PURGE." + cell.RecordsStream())},
 		{"delete an event", notOperator, request("$JS.API.STREAM.MSG.DELETE." + domain.EventsStream)},
 		{"delete a dead letter", []string{"updater", "command", "emitter", "campaign", "reader", "customer"}, request("$JS.API.STREAM.MSG.DELETE." + domain.DLQStream)},
 		{"delete the commands stream", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteStream(ctx, domain.CommandsStream)
 		})},
 		{"delete the bucket", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
-			return js.DeleteKeyValue(ctx, domain.Bucket)
+			return js.DeleteKeyValue(ctx, cell.RecordsBucket())
 		})},
 		{"delete a function's consumer", notOperator, jsAPI(func(ctx context.Context, js jetstream.JetStream) error {
 			return js.DeleteConsumer(ctx, domain.CommandsStream, domain.CommandConsumer(0))
@@ -477,7 +478,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		// Room for a busy machine: on a three-node cluster an ordered read of the history may
 		// wait for a replica to catch up, and every check below shares this context.
 		ctx := testenv.Context(t, 30*time.Second)
-		for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, "KV_" + domain.Bucket} {
+		for _, name := range []string{domain.CommandsStream, domain.EventsStream, domain.DLQStream, domain.ScheduleStream, cell.RecordsStream()} {
 			if _, err := op.JS.Stream(ctx, name); err != nil {
 				t.Errorf("stream %s: %v", name, err)
 			}
@@ -485,7 +486,7 @@ func Check(t *testing.T, p map[string]*Party, o Options) {
 		if cfg := streamConfig(t, op, domain.EventsStream); cfg.MaxAge != provision.DefaultConfig().EventsMaxAge {
 			t.Errorf("events max age %s", cfg.MaxAge)
 		}
-		if cfg := streamConfig(t, op, "KV_"+domain.Bucket); cfg.MaxMsgsPerSubject != 1 {
+		if cfg := streamConfig(t, op, cell.RecordsStream()); cfg.MaxMsgsPerSubject != 1 {
 			t.Errorf("bucket history %d", cfg.MaxMsgsPerSubject)
 		}
 		if evs, err := newClient(t, op).History(ctx, ResourceID); err != nil || len(evs) != 4 {
