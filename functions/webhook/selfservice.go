@@ -13,6 +13,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	"maintsignals/shared/policy"
 	"maintsignals/shared/subscription"
 )
 
@@ -249,6 +250,11 @@ func (m *selfService) secret(ctx context.Context, key string, rec subscription.R
 // another replica (or an earlier run) created; it returns where the subscription starts.
 func (m *selfService) ensure(ctx context.Context, key string, rec subscription.Record) (start, error) {
 	want := consumerConfig(m.cfg, rec.Delivery)
+	filters, err := tenantFilters(rec)
+	if err != nil {
+		return nil, err
+	}
+	want.FilterSubjects = filters
 	c, err := m.js.Consumer(ctx, domain.WebhookStream, want.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		first, st, err := startAt(ctx, m.js, m.feed, rec.CreatedAt)
@@ -267,6 +273,23 @@ func (m *selfService) ensure(ctx context.Context, key string, rec subscription.R
 		return nil, fmt.Errorf("consumer %s/%s: %w", domain.WebhookStream, want.Durable, err)
 	}
 	return startOf(c.CachedInfo().Config.Metadata), nil
+}
+
+// tenantFilters are what a self-service subscription's consumer reads of the feed: the events
+// and notices of its scope's tenant, which the server picks by the tenant tokens of their
+// subjects (the function never reads another tenant's for it), and its own replays; the
+// handler then keeps those of its scope.
+func tenantFilters(rec subscription.Record) ([]string, error) {
+	sc, err := subscription.ParseScope(rec.Scope)
+	if err != nil {
+		return nil, err
+	}
+	t := domain.TenantOf(sc.Key)
+	tokens := t.Subscription + "." + t.Group + ".*"
+	if sc.Level == policy.LevelSubscription {
+		tokens = t.Subscription + ".*.*" // every resource group of it, and what lies in none
+	}
+	return []string{domain.EventPrefix + "*." + tokens, domain.NoticePrefix + "*." + tokens, domain.WebhookReplaySubject(rec.Delivery, "*")}, nil
 }
 
 // sweep removes the consumers of self-service subscriptions that the bucket no longer has

@@ -148,6 +148,15 @@ func TestSelfService_CreateDeliversWithinFiveSecondsAndDeleteStops(t *testing.T)
 	}
 	testenv.Eventually(t, 5*time.Second, "the event and the notice of its scope", func() bool { return len(rc.succeeded()) >= 2 })
 	t.Logf("first deliveries %s after the create's outcome", time.Since(at).Round(time.Millisecond))
+	c, err := env.JS.Consumer(context.Background(), domain.WebhookStream, domain.WebhookConsumer(created.Delivery))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range c.CachedInfo().Config.FilterSubjects[:2] { // the server reads it its tenant's alone
+		if !strings.Contains(f, ".0b1f6471-1bf0-4dda-aec3-111122223333.rg.") {
+			t.Errorf("consumer filter %s: not its tenant's", f)
+		}
+	}
 
 	subCommand(t, env.JS, "s-2", "crm", tenantRG, "")
 	at = time.Now()
