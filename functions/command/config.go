@@ -14,6 +14,7 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // Config configures a replica of the command function. Zero fields take the defaults.
@@ -43,6 +44,11 @@ type Config struct {
 	// ResourceIDPattern, when set, refuses commands whose resource ID it does not match
 	// (domain.CheckResourceIDPattern).
 	ResourceIDPattern *regexp.Regexp
+
+	// ForgetAfter is how long the tombstone a Forget leaves stays in the bucket (then the
+	// entity reads as never seen; its history stays in the events): zero takes
+	// store.DefaultForgetAfter, a negative value keeps tombstones for ever.
+	ForgetAfter time.Duration
 
 	// Deadlines finds the deadline of the campaign whose window a Reschedule moves (nil: the
 	// campaigns bucket's, read once per campaign).
@@ -97,6 +103,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.Log = cmp.Or(c.Log, slog.Default())
 	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
 	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)
+	c.ForgetAfter = cmp.Or(c.ForgetAfter, store.DefaultForgetAfter)
 	c.EntityRate = cmp.Or(c.EntityRate, DefaultEntityRate)
 	c.EntityBurst = cmp.Or(c.EntityBurst, DefaultEntityBurst)
 	return c, nil

@@ -108,3 +108,28 @@ func TestHandle_ResourceIDPatternRefusesOthersButForget(t *testing.T) {
 		t.Errorf("ARM ID: %+v, want applied", e)
 	}
 }
+
+// A tombstone leaves the bucket after ForgetAfter: the entity reads as never seen, its history
+// stays, and a new command tracks it from None as a new entity.
+func TestHandle_TombstoneLeavesAfterForgetAfter(t *testing.T) {
+	env := testenv.Start(t)
+	startReplicas(t, env, 1, command.Config{ForgetAfter: 2 * time.Second})
+	key := domain.MustKey(cluster)
+	send(t, env.JS, domain.Command{ID: "t-1", ResourceID: cluster, Task: domain.TaskPending})
+	send(t, env.JS, domain.Command{ID: "t-2", ResourceID: cluster, Task: domain.TaskForget})
+	events(t, env.JS, key, 2)
+	if rec, rev := record(t, env, key); !rec.Forgotten() || rev == 0 {
+		t.Fatalf("after Forget: revision %d, %+v, want a tombstone", rev, rec)
+	}
+	testenv.Eventually(t, 15*time.Second, "the tombstone gone", func() bool {
+		_, rev := record(t, env, key)
+		return rev == 0
+	})
+	if n := len(testenv.Events(t, env.JS, domain.EventSubject(key))); n != 2 {
+		t.Errorf("%d events after the tombstone left, want its history of 2", n)
+	}
+	send(t, env.JS, domain.Command{ID: "t-3", ResourceID: cluster, Task: domain.TaskPending})
+	if e := events(t, env.JS, key, 3)[2]; e.Outcome != domain.OutcomeApplied || e.From != domain.StateNone || e.To != domain.StatePending {
+		t.Errorf("a command after the tombstone left: %+v, want applied from None", e)
+	}
+}

@@ -62,6 +62,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 		if err != nil {
 			return nil, err
 		}
+		st.SetForgetAfter(max(cfg.ForgetAfter, 0))
 		cfg.Records = st
 	}
 	if cfg.Events == nil {

@@ -222,7 +222,28 @@ func (e *Emitter) run(ctx context.Context, at time.Time, shards []domain.Shard) 
 	for _, res := range out {
 		e.health.record(ctx, res, outcomeOf(res))
 	}
+	e.compact(context.WithoutCancel(ctx), r.cells)
 	return out
+}
+
+// compactLimit bounds the records a run rewrites in each of its cells (store.Compact): far
+// more than the commands of a tick at the rate the command function takes them.
+const compactLimit = 10_000
+
+// compact keeps the interior deletes of the run's cells below their records, after the run
+// (the next tick's sweep is not held up by it). A failure is logged: the next run tries again.
+func (e *Emitter) compact(ctx context.Context, cells []domain.Cell) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
+	defer cancel()
+	for _, c := range cells {
+		cs, err := e.store.Compact(ctx, c, compactLimit)
+		switch {
+		case err != nil:
+			e.log.Warn("compacting a cell's records failed; the next run tries again", "cell", c.String(), "err", err)
+		case cs.Rewritten > 0:
+			e.log.Info("cell compacted: its oldest records written again", "cell", c.String(), "records", cs.Records, "interior_deletes", cs.Deleted, "rewritten", cs.Rewritten)
+		}
+	}
 }
 
 func outcomeOf(res Result) string {

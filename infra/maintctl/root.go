@@ -378,6 +378,8 @@ func explainPermission(err error) error {
 		advice = "sending commands takes a user of the admin role, or updater for outcomes, or customer for reschedules: connect as one with --nkey FILE or --creds FILE"
 	case pe.Op == "publish" && strings.HasPrefix(pe.Subject, domain.PolicyPrefix):
 		advice = "sending policy commands takes a user of the admin or customer role: connect as one with --nkey FILE or --creds FILE"
+	case errors.Is(err, client.ErrNotPermitted):
+		advice = "the entity is not in your tenants' scopes"
 	default:
 		advice = "connect as a user whose role allows it with --nkey FILE or --creds FILE"
 	}
@@ -407,7 +409,11 @@ func (e *permissionError) Error() string {
 	if e.pe.Op == "subscribe" {
 		verb = "subscribe to"
 	}
-	return fmt.Sprintf("permission denied: your NATS user may not %s %s (%s)", verb, e.pe.Subject, e.advice)
+	msg := fmt.Sprintf("permission denied: your NATS user may not %s %s (%s)", verb, e.pe.Subject, e.advice)
+	if errors.Is(e.err, client.ErrNotPermitted) {
+		msg = "not permitted: " + msg
+	}
+	return msg
 }
 
 func (e *permissionError) Unwrap() error { return e.err }

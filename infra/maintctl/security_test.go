@@ -352,3 +352,69 @@ func TestSignKey_OldVariableIsNamed(t *testing.T) {
 	r := c.run("get", testID)
 	mustContain(t, "warning", r.stderr, "MAINT_SIGN_KEY", "--sign-key")
 }
+
+// A customer user confined to its subscription (--users with scopes): maintctl, given its
+// scope, lists, reads, replays and watches its own entities; another tenant's entity is "not
+// permitted" at once (exit 1), not a timeout.
+func TestUp_CustomerConfinedToItsTenant(t *testing.T) {
+	admin, cust := natstest.NewUser(t), natstest.NewUser(t)
+	const mine, theirs = "/subscriptions/aaaa0000-0000-0000-0000-000000000001", "/subscriptions/bbbb0000-0000-0000-0000-000000000002"
+	users := filepath.Join(t.TempDir(), "users.json")
+	b, _ := json.Marshal([]map[string]any{
+		{"name": "ops", "role": "admin", "nkey": admin.Public},
+		{"name": "contoso", "role": "customer", "nkey": cust.Public, "scopes": []string{mine}},
+	})
+	if err := os.WriteFile(users, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t, nil)
+	u := startUpInProcess(t, c, 20*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(),
+		"--metrics-listen", "", "--web-listen=", "--tick", "1s", "--users", users)
+	m := listenRE.FindStringSubmatch(u.out.String())
+	if m == nil {
+		t.Fatalf("no listen address:\n%s", u.out.String())
+	}
+	c.env["NATS_URL"] = m[1]
+	id := func(sub, name string) string {
+		return sub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/" + name
+	}
+	c.as(admin, natsconf.RoleAdmin)
+	for _, e := range []string{id(mine, "a1"), id(mine, "a2"), id(theirs, "b1")} {
+		c.ok("pending", "--reason", "tenants", e)
+	}
+
+	c.env[natsconn.EnvNkey] = cust.SeedFile
+	c.env[natsconn.EnvInboxPrefix] = natsconf.TenantInboxPrefix("contoso")
+	c.env["MAINT_SCOPES"] = mine
+	list := c.ok("list", "-o", "name")
+	if !strings.Contains(list, "a1") || !strings.Contains(list, "a2") || strings.Contains(list, "b1") {
+		t.Errorf("list as the customer:\n%s\nwant its two entities only", list)
+	}
+	mustContain(t, "get of its own", c.ok("get", id(mine, "a1")), "Pending")
+	mustContain(t, "history of its own", c.ok("history", id(mine, "a2")), "Pending")
+	if out := c.ok("history", "-o", "json"); strings.Contains(out, "b1") || !strings.Contains(out, "a1") {
+		t.Errorf("history of the fleet as the customer:\n%s", out)
+	}
+	if out := c.ok("watch", "--since", "1h", "--no-follow"); strings.Contains(out, "b1") || !strings.Contains(out, "a2") {
+		t.Errorf("watch --since as the customer:\n%s", out)
+	}
+	c.ok("notices")
+	start := time.Now()
+	r := c.runFast("get", id(theirs, "b1"))
+	if r.code() != 1 || r.err == nil || !strings.Contains(r.err.Error(), "not permitted") {
+		t.Errorf("get of another tenant's entity: exit %d, %v; want exit 1, not permitted", r.code(), r.err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("refused after %s, want at once", d)
+	}
+	// Without its scope, the server still decides: its own entity reads, another's is refused
+	// (the server's permission violation, at once), and so is the whole fleet's list.
+	delete(c.env, "MAINT_SCOPES")
+	mustContain(t, "get of its own without --scope", c.ok("get", id(mine, "a1")), "Pending")
+	if r := c.runFast("get", id(theirs, "b1")); r.code() != 1 || r.err == nil || !strings.Contains(r.err.Error(), "not permitted") || !strings.Contains(r.err.Error(), "permission denied") {
+		t.Errorf("get of another tenant's entity without --scope: exit %d, %v; want the server's refusal", r.code(), r.err)
+	}
+	if r := c.runFast("list"); r.err == nil || !strings.Contains(r.err.Error(), "permission denied") {
+		t.Errorf("list without --scope: %v, want a permission error", r.err)
+	}
+}

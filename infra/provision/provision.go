@@ -304,6 +304,9 @@ func RecordsBuckets(c Config) []jetstream.KeyValueConfig {
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
 			Metadata:    map[string]string{domain.MetaLayout: strconv.Itoa(domain.LayoutVersion)},
+			// Tombstones carry a time to live (store.Store.SetForgetAfter); when one passes,
+			// a marker tells the readers that follow the bucket, then goes too.
+			LimitMarkerTTL: time.Hour,
 		})
 	}
 	return out
@@ -583,6 +586,7 @@ func ensureBucketDirect(ctx context.Context, js jetstream.JetStream, want jetstr
 		add("replicas", have.Replicas != want.Replicas)
 		add("description", have.Description != want.Description)
 		add("allow_direct", have.AllowDirect != direct)
+		add("limit_marker_ttl", want.LimitMarkerTTL != 0 && have.SubjectDeleteMarkerTTL != want.LimitMarkerTTL)
 		for k, v := range want.Metadata {
 			add("metadata", have.Metadata[k] != v)
 		}

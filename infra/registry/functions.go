@@ -20,6 +20,7 @@ import (
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // roleFunction is the NATS role of the functions that write records, events and notices.
@@ -84,6 +85,7 @@ func commandFlags(fs *pflag.FlagSet) Instance {
 	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	fs.Float64Var(&cfg.EntityRate, "entity-rate", command.DefaultEntityRate, "changes per second admitted per entity, by the commands' stored times (a flood beyond is refused); negative: no limit")
 	fs.IntVar(&cfg.EntityBurst, "entity-burst", command.DefaultEntityBurst, "burst of changes admitted per entity")
+	fs.DurationVar(&cfg.ForgetAfter, "forget-after", store.DefaultForgetAfter, "how long the tombstone of a forgotten entity stays in the bucket (then it reads as never seen; its history stays in the events); negative: for ever")
 	fs.StringVar(&idPattern, "resource-id-pattern", "", "refuse commands whose resource ID this regular expression (RE2) does not match, InvalidParameter on resourceId; Forget is exempt (default: any ID; ARM IDs: see the docs)")
 	pattern := func() (*regexp.Regexp, error) {
 		if idPattern == "" {
@@ -229,8 +231,10 @@ func emitterFunction() Function {
 		Serves:    []Serve{{Stream: domain.ScheduleStream, Consumer: "*", Prefix: domain.EmitterShardPrefix, Pinned: true}},
 		// It scans the bucket and follows the policies (cluster.maintenance.conflicts); a lone
 		// replica reads the tick interval from the schedule; it finds the shard consumers that
-		// provisioning created; it reports the size of every stream (cluster.maintenance.stream.*).
-		Access: Access{Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: []string{domain.ScheduleStream},
+		// provisioning created; it reports the size of every stream (cluster.maintenance.stream.*);
+		// it rewrites its cells' oldest records when their interior deletes pass their records
+		// (store.Compact).
+		Access: Access{Publish: RecordsSubjects, Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: []string{domain.ScheduleStream},
 			API: append([]string{scheduleConsumerNames}, streamInfos()...)},
 		Flags: emitterFlags,
 	}

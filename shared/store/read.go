@@ -18,7 +18,13 @@ import (
 
 // Deleted reports whether msg, of a bucket's stream, is the marker of a deleted or purged key
 // rather than a value.
-func Deleted(msg jetstream.Msg) bool { return msg.Headers().Get(domain.HeaderKVOperation) != "" }
+func Deleted(msg jetstream.Msg) bool { return DeletedHeader(msg.Headers()) }
+
+// DeletedHeader reports whether a message's headers mark a deleted or purged key, or a key
+// whose last value the server removed (a marker: a tombstone past its time, ForgetAfter).
+func DeletedHeader(h nats.Header) bool {
+	return h.Get(domain.HeaderKVOperation) != "" || h.Get(jetstream.MarkerReasonHeader) != ""
+}
 
 // ScanLast calls fn for the last message of every subject of stream that filter matches, in
 // one pass over the stream as it is when the scan starts (an ordered consumer delivering the

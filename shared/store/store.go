@@ -25,6 +25,8 @@ var ErrInvalidKey = errors.New("not a valid entity key")
 // its located key (domain.Located) in the bucket of its cell.
 type Store struct {
 	js jetstream.JetStream
+	// forgetAfter is how long a tombstone (a forgotten record) stays (SetForgetAfter).
+	forgetAfter time.Duration
 
 	mu  sync.Mutex
 	kvs map[domain.Cell]jetstream.KeyValue // bound on a cell's first write
@@ -34,8 +36,17 @@ type Store struct {
 // reader confined to a tenant may not look at a bucket's stream (its subjects are every
 // tenant's keys), and reads by direct get (Get) or filtered consumers (Scan) only.
 func Open(_ context.Context, js jetstream.JetStream) (*Store, error) {
-	return &Store{js: js, kvs: map[domain.Cell]jetstream.KeyValue{}}, nil
+	return &Store{js: js, kvs: map[domain.Cell]jetstream.KeyValue{}, forgetAfter: DefaultForgetAfter}, nil
 }
+
+// DefaultForgetAfter is how long a tombstone stays in the bucket by default.
+const DefaultForgetAfter = 30 * 24 * time.Hour
+
+// SetForgetAfter sets how long a tombstone stays (0: for ever): the record a Forget leaves
+// is written with this time to live, after which the server removes it (its history stays in
+// the events) and the entity reads as never seen. The bucket keeps the tracked fleet and the
+// recent tombstones, not every entity ever forgotten.
+func (s *Store) SetForgetAfter(d time.Duration) { s.forgetAfter = d }
 
 // bucket binds the bucket of a cell, once.
 func (s *Store) bucket(ctx context.Context, c domain.Cell) (jetstream.KeyValue, error) {
@@ -77,7 +88,7 @@ func (s *Store) get(ctx context.Context, key string, read func(context.Context, 
 	if err != nil {
 		return domain.Record{}, 0, fmt.Errorf("get %s: %w", key, err)
 	}
-	if m.Header.Get(domain.HeaderKVOperation) != "" {
+	if DeletedHeader(m.Header) {
 		return domain.Record{State: domain.StateNone}, 0, nil
 	}
 	r, err := domain.DecodeRecord(m.Data)
@@ -131,9 +142,16 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 		return 0, fmt.Errorf("put %s: %w", key, err)
 	}
 	loc := domain.Located(key)
+	if next.Forgotten() && s.forgetAfter > 0 && prev.Rev != 0 {
+		return s.putTombstone(ctx, key, prev.Rev, b)
+	}
+	var opts []jetstream.KVCreateOpt
+	if next.Forgotten() && s.forgetAfter > 0 {
+		opts = append(opts, jetstream.KeyTTL(s.forgetAfter))
+	}
 	var newRev uint64
 	if prev.Rev == 0 {
-		newRev, err = kv.Create(ctx, loc, b)
+		newRev, err = kv.Create(ctx, loc, b, opts...)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
 		}
@@ -152,6 +170,21 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 		return 0, fmt.Errorf("put %s: %w", key, err)
 	}
 	return newRev, nil
+}
+
+// putTombstone replaces the record at rev with a tombstone that the server removes after
+// forgetAfter (a KV update takes no time to live: a publish with its compare-and-swap does).
+func (s *Store) putTombstone(ctx context.Context, key string, rev uint64, b []byte) (uint64, error) {
+	ack, err := s.js.Publish(ctx, domain.RecordSubject(key), b,
+		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(s.forgetAfter))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("put %s: %w", key, err)
+	}
+	return ack.Sequence, nil
 }
 
 // Entry is one record of a scan.
