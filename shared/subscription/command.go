@@ -74,14 +74,23 @@ func (c Command) Issued() (time.Time, bool) {
 // a whole resource ID, README, customers' maintenance policies) that lies within a
 // subscription, the tenant whose tokens its subjects and key carry.
 func ParseScope(s string) (policy.Scope, error) {
-	sc, rej := policy.ParseScope(s)
-	if rej != nil {
-		return policy.Scope{}, fmt.Errorf("%w: scope: %s", ErrInvalid, rej.Message)
-	}
-	if domain.TenantOf(sc.Key).Subscription == domain.NoToken {
-		return policy.Scope{}, fmt.Errorf("%w: scope: must lie within a subscription (/subscriptions/<id>…), got %q", ErrInvalid, truncate(s, 80))
+	sc, why := parseScope(s)
+	if why != "" {
+		return policy.Scope{}, fmt.Errorf("%w: scope: %s", ErrInvalid, why)
 	}
 	return sc, nil
+}
+
+// parseScope is ParseScope, with why it is not one ("" when it is).
+func parseScope(s string) (policy.Scope, string) {
+	sc, rej := policy.ParseScope(s)
+	switch {
+	case rej != nil:
+		return policy.Scope{}, rej.Message
+	case domain.TenantOf(sc.Key).Subscription == domain.NoToken:
+		return policy.Scope{}, fmt.Sprintf("must lie within a subscription (/subscriptions/<id>…), got %q", truncate(s, 80))
+	}
+	return sc, ""
 }
 
 // DecodeCommand reads a subscription command received on the subject of located name key (""
@@ -128,9 +137,9 @@ func (c *Command) checkScope(key string) *domain.Rejection {
 	if c.Scope == "" {
 		return domain.InvalidParameter("scope", "is required")
 	}
-	sc, err := ParseScope(c.Scope)
-	if err != nil {
-		return domain.InvalidParameter("scope", "%s", trimInvalid(err))
+	sc, why := parseScope(c.Scope)
+	if why != "" {
+		return domain.InvalidParameter("scope", "%s", why)
 	}
 	c.scope = sc
 	if key != "" && c.Key() != key {
@@ -191,15 +200,6 @@ func CheckURL(raw string) *domain.Rejection {
 		return domain.InvalidParameter("url", "must not carry user information")
 	}
 	return nil
-}
-
-// trimInvalid is an error of this package without its ErrInvalid prefix.
-func trimInvalid(err error) string {
-	s := err.Error()
-	if p := ErrInvalid.Error() + ": scope: "; len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }
 
 // Encode marshals the command as it is published.
