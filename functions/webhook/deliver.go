@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -172,6 +173,10 @@ func HTTPClient(sub *Subscription, timeout time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = sub.tlsConfig()
 	tr.MaxIdleConnsPerHost = DefaultConcurrency * 2
+	if sub.publicOnly {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: dialPublicOnly}
+		tr.DialContext = d.DialContext
+	}
 	return &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -207,6 +212,9 @@ func (s *sender) send(ctx context.Context, it item) (int, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
+		}
+		if errors.Is(err, errPrivateEndpoint) {
+			return 0, function.Permanent(errPrivateEndpoint)
 		}
 		// Timeouts, refused and reset connections, TLS handshakes cut short: the endpoint may
 		// come back. (A certificate that does not verify is retried too: it is usually being

@@ -1,13 +1,18 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/domain"
 )
 
 // A new subscription starts at the events stored after it was created, whatever the feed is
@@ -86,4 +91,87 @@ func sourceOf(h nats.Header) (string, uint64, bool) {
 	}
 	seq, err := strconv.ParseUint(f[1], 10, 64)
 	return f[0], seq, err == nil
+}
+
+// startAt is where a self-service subscription created at time at (its create command's
+// stored time) starts, whenever the webhook function first sees it: the feed's first message
+// stored after at (a copy is stored after its original, so every copy before it is of a
+// message stored at or before at), and each source's last sequence stored at or before at,
+// which the function acks without delivering. The streams' states are read before the
+// look-ups, so that a stream with nothing stored after at starts past all it held.
+func startAt(ctx context.Context, js jetstream.JetStream, feed jetstream.Stream, at time.Time) (uint64, start, error) {
+	info, err := feed.Info(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("webhook feed: %w", err)
+	}
+	last := map[string]uint64{domain.WebhookStream: info.State.LastSeq}
+	for _, src := range info.Config.Sources {
+		s, err := js.Stream(ctx, src.Name)
+		if err != nil {
+			return 0, nil, fmt.Errorf("webhook feed source %s: %w", src.Name, err)
+		}
+		last[src.Name] = s.CachedInfo().State.LastSeq
+	}
+	first := map[string]uint64{}
+	for name, l := range last {
+		seq, err := firstAfter(ctx, js, name, at)
+		if err != nil {
+			return 0, nil, err
+		}
+		first[name] = cmp.Or(seq, l+1)
+	}
+	st := start{}
+	for _, src := range info.Config.Sources {
+		st[src.Name] = first[src.Name] - 1
+	}
+	return first[domain.WebhookStream], st, nil
+}
+
+// firstAfter is the sequence of the first message stream stored after at, 0 when there is
+// none yet (one request: the stream finds it by time).
+func firstAfter(ctx context.Context, js jetstream.JetStream, stream string, at time.Time) (uint64, error) {
+	after := at.Add(time.Nanosecond)
+	req, err := json.Marshal(struct {
+		StartTime *time.Time `json:"start_time"`
+		NextFor   string     `json:"next_by_subj"`
+		NoHeaders bool       `json:"no_hdr"`
+	}{&after, ">", true})
+	if err != nil {
+		return 0, fmt.Errorf("first message of %s after %s: %w", stream, at, err)
+	}
+	resp, err := js.Conn().RequestWithContext(ctx, apiPrefix(js)+"STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return 0, fmt.Errorf("first message of %s after %s: %w", stream, at, err)
+	}
+	var r struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return 0, fmt.Errorf("first message of %s after %s: %w", stream, at, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, nil
+	case r.Error != nil:
+		return 0, fmt.Errorf("first message of %s after %s: %w", stream, at, r.Error)
+	case r.Message == nil:
+		return 0, fmt.Errorf("first message of %s after %s: %w", stream, at, jetstream.ErrInvalidJetStreamResponse)
+	}
+	return r.Message.Seq, nil
+}
+
+// apiPrefix is the prefix of js's JetStream API requests, as jetstream.New and its variants
+// make it.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	}
+	return jetstream.DefaultAPIPrefix
 }

@@ -3,18 +3,17 @@ package webhook
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
-	"slices"
-	"strings"
+	"syscall"
 
-	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/subscription"
 )
 
 // Subscription is one integrator's endpoint and what it wants (README, Integrating).
@@ -47,6 +46,9 @@ type Subscription struct {
 	key    []byte
 	roots  *x509.CertPool
 	prefix domain.Prefix // ResourcePrefix read
+	// publicOnly refuses connections to addresses that are not public (a self-service
+	// subscription's).
+	publicOnly bool
 }
 
 // String never shows the secret, so that a subscription printed by mistake leaks nothing.
@@ -96,31 +98,21 @@ func (s *Subscription) check() error {
 	if !nameRE.MatchString(s.Name) {
 		return errors.New("name must be 1-64 of [A-Za-z0-9_-]")
 	}
+	return s.checkFields()
+}
+
+// checkFields checks and reads everything but the name.
+func (s *Subscription) checkFields() error {
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("url must be an absolute http(s) URL, got %q", redactURL(s.URL))
 	}
-	if !strings.HasPrefix(s.Secret, "whsec_") {
-		return errors.New(`secret must be "whsec_" followed by base64 (Standard Webhooks)`)
+	if s.key, err = subscription.DecodeSecret(s.Secret); err != nil {
+		return err
 	}
-	s.key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(s.Secret, "whsec_"))
-	if err != nil || len(s.key) < 16 {
-		return errors.New(`secret must be "whsec_" followed by the base64 of at least 16 bytes`)
-	}
-	for _, t := range s.Types {
-		if known := slices.Concat(domain.CETypes, campaign.CETypes()); !slices.Contains(known, t) {
-			return fmt.Errorf("type %q is not one of %s", t, strings.Join(known, ", "))
-		}
-	}
-	for _, st := range s.States {
-		if !st.Valid() {
-			return fmt.Errorf("state %q is not one of %v (matched exactly)", st, domain.States)
-		}
-	}
-	for _, c := range s.Categories {
-		if c != domain.CategoryPlanned && c != domain.CategoryUnplanned {
-			return fmt.Errorf("category %q is not %q or %q", c, domain.CategoryPlanned, domain.CategoryUnplanned)
-		}
+	f := subscription.Filters{Types: s.Types, States: s.States, Categories: s.Categories}
+	if err := f.CheckFilters(); err != nil {
+		return err
 	}
 	if s.ResourcePrefix != "" {
 		if s.prefix, err = domain.ParsePrefixLoose(s.ResourcePrefix); err != nil {
@@ -175,3 +167,45 @@ func redactURL(raw string) string {
 
 // Key is the decoded signing secret.
 func (s Subscription) Key() []byte { return s.key }
+
+// fromRecord is the subscription of a self-service record with its secret: its delivery name,
+// its scope as its prefix, verified against roots (nil: the system roots) and never a CA file
+// of the function's file system; unless private, its connections reach public addresses only.
+func fromRecord(rec subscription.Record, secret string, roots *x509.CertPool, private bool) (*Subscription, error) {
+	s := &Subscription{
+		Name: rec.Delivery, URL: rec.URL, Secret: secret, ResourcePrefix: rec.Scope,
+		Types: rec.Types, States: rec.States, Categories: rec.Categories, InWindow: rec.InWindow, ActionRequired: rec.ActionRequired,
+		publicOnly: !private,
+	}
+	if rej := subscription.CheckURL(rec.URL); rej != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidSubscription, rec.Name, rej)
+	}
+	if err := s.checkFields(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidSubscription, rec.Name, err)
+	}
+	if roots != nil {
+		s.roots = roots
+	}
+	return s, nil
+}
+
+// errPrivateEndpoint is why a self-service subscription's connection is refused.
+var errPrivateEndpoint = errors.New("the endpoint's address is loopback, private, link-local or shared: a self-service subscription may reach public addresses only (the webhook function's --allow-private-endpoints lifts this)")
+
+// sharedSpace is the carrier-grade NAT range (RFC 6598), private in all but name.
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// dialPublicOnly refuses, as it dials, an address that is not public: checked on the address
+// connected to, so that a name that resolves to a private address is refused too.
+func dialPublicOnly(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %q", errPrivateEndpoint, address)
+	}
+	ip := ap.Addr().Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() || sharedSpace.Contains(ip) {
+		return errPrivateEndpoint
+	}
+	return nil
+}

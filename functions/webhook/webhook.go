@@ -14,6 +14,7 @@ package webhook
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,7 +54,21 @@ var ErrInvalidConfig = errors.New("invalid webhook config")
 
 // Config configures a replica of the webhook function. Zero fields take the defaults.
 type Config struct {
+	// Subscriptions are the operator's, from the --subscriptions file.
 	Subscriptions []Subscription
+	// SelfService follows the subscriptions bucket and delivers to the subscriptions created
+	// there with `maintctl subscription create` (README, Tenants): each starts within seconds
+	// of its creation, at the events stored after the create command, and stops within
+	// seconds of its delete, without a restart.
+	SelfService bool
+	// AllowPrivateEndpoints lets self-service subscriptions reach loopback, private,
+	// link-local and shared addresses; by default a connection to one is refused (and the
+	// delivery dead-lettered), so that a customer cannot make the function post into the
+	// deployment's own network. The operator's subscriptions are never restricted.
+	AllowPrivateEndpoints bool
+	// Roots are the authorities self-service endpoints are verified against (nil: the system
+	// roots, which SSL_CERT_FILE extends).
+	Roots *x509.CertPool
 	// FromStart makes a subscription seen for the first time start at the oldest message the
 	// feed keeps (the feed copies from its own creation on) instead of at what is stored after
 	// the subscription is created. A subscription that has progress keeps it.
@@ -78,8 +93,8 @@ type Config struct {
 // withDefaults fills zero fields and validates the result, each subscription included (on a
 // copy, never the caller's).
 func (c Config) withDefaults() (Config, error) {
-	if len(c.Subscriptions) == 0 {
-		return c, fmt.Errorf("%w: Subscriptions: none (give --subscriptions FILE)", ErrInvalidConfig)
+	if len(c.Subscriptions) == 0 && !c.SelfService {
+		return c, fmt.Errorf("%w: Subscriptions: none and no self-service subscriptions (give --subscriptions FILE, or keep --self-service)", ErrInvalidConfig)
 	}
 	if err := cmp.Or(
 		function.NotNegative(ErrInvalidConfig, "Timeout", c.Timeout),
@@ -136,6 +151,9 @@ type subscriber struct {
 	snd   *sender
 	log   *slog.Logger
 	start start
+	// gone, for a self-service subscription, ends when it is deleted: what it holds is then
+	// settled without being sent, and an attempt under way is cut short.
+	gone context.Context
 }
 
 // New checks the subscriptions and ensures each one's consumer.
@@ -168,13 +186,34 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Deliverer, e
 	return d, nil
 }
 
-// Run ensures each subscription's consumer and delivers until ctx ends, then drains.
+// Run ensures each subscription's consumer and delivers until ctx ends, then drains: the
+// operator's subscriptions in one runtime, and, with SelfService, each self-service
+// subscription in one of its own while it exists.
 func Run(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	d, err := New(ctx, js, cfg)
 	if err != nil {
 		return function.Starting(ctx, err)
 	}
-	return function.Run(ctx, js, d.RuntimeConfig())
+	var self *selfService
+	if d.cfg.SelfService {
+		if self, err = newSelfService(ctx, js, d.cfg); err != nil {
+			return function.Starting(ctx, err)
+		}
+	}
+	switch {
+	case self == nil:
+		return function.Run(ctx, js, d.RuntimeConfig())
+	case len(d.subs) == 0:
+		return self.run(ctx)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- function.Run(ctx, js, d.RuntimeConfig()) }()
+	go func() { errs <- self.run(ctx) }()
+	first := <-errs
+	cancel() // one ended: the other stops too
+	return errors.Join(first, <-errs)
 }
 
 // filters are what a subscription's consumer reads of MAINT_WEBHOOK: every event (of the
@@ -261,42 +300,53 @@ func (d *Deliverer) RuntimeConfig() function.Config {
 		consumers = append(consumers, name)
 	}
 	slices.Sort(consumers)
+	return runtimeConfig(d.cfg, "webhook", consumers, d.Handle, func(consumer string) string { return d.subs[consumer].sub.Name })
+}
+
+// runtimeConfig is the runtime's configuration of the consumers of the subscriptions that
+// handler serves, whose names subscription tells by consumer.
+func runtimeConfig(cfg Config, name string, consumers []string, handler function.Handler, subscription func(consumer string) string) function.Config {
 	return function.Config{
-		Name:        "webhook",
+		Name:        name,
 		Stream:      domain.WebhookStream,
 		Consumers:   consumers,
-		Handler:     d.Handle,
-		MaxDeliver:  Attempts(d.cfg.Backoff, d.cfg.RetryFor),
-		Backoff:     d.cfg.Backoff,
+		Handler:     handler,
+		MaxDeliver:  Attempts(cfg.Backoff, cfg.RetryFor),
+		Backoff:     cfg.Backoff,
 		Concurrency: DefaultConcurrency,
 		KeyOf:       func(msg function.Message) string { return domain.KeyFromSubject(msg.Subject) },
 		// A dead delivery of a subscription goes to MAINT_DLQ, marked with the subscription,
 		// under an id of its own: another subscription may dead-letter the same event.
 		DeadLetterSubject: func(msg function.Message) string { return domain.DLQSubject(domain.KeyFromSubject(msg.Subject)) },
 		DecorateDeadLetter: func(msg function.Message, out *nats.Msg) {
-			name := d.subs[msg.Consumer].sub.Name
+			name := subscription(msg.Consumer)
 			// The feed's copy says which stream it was sourced from; a stream refuses a
 			// publish that claims to be sourced.
 			out.Header.Del(headerStreamSource)
 			out.Header.Set(domain.HeaderWebhookSubscription, name)
 			out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("dlq-webhook-%s-%s-%d", name, msg.Stream, msg.Seq))
 		},
-		DrainTimeout: d.cfg.DrainTimeout,
-		Logger:       d.cfg.Log,
-		Meters:       d.cfg.Meters,
+		DrainTimeout: cfg.DrainTimeout,
+		Logger:       cfg.Log,
+		Meters:       cfg.Meters,
 		// A subscription's consumer stays with the replica it is pinned to.
 		BalanceEvery: -1,
 	}
 }
 
-// Handle delivers one message to the subscription whose consumer it came on: filtered out, it
-// is done; otherwise it is posted, and the runtime retries a retryable failure in place or
-// dead-letters a refusal.
+// Handle delivers one message to the subscription whose consumer it came on (deliver).
 func (d *Deliverer) Handle(ctx context.Context, msg function.Message) error {
 	s, ok := d.subs[msg.Consumer]
 	if !ok {
 		return function.Permanent(fmt.Errorf("webhook function: no subscription for consumer %q", msg.Consumer))
 	}
+	return s.deliver(ctx, msg)
+}
+
+// deliver delivers one message to the subscription: filtered out (or stored before it began,
+// or the subscription deleted), it is done; otherwise it is posted, and the runtime retries a
+// retryable failure in place or dead-letters a refusal.
+func (s *subscriber) deliver(ctx context.Context, msg function.Message) error {
 	if s.start.history(msg.Header) {
 		return nil // stored before the subscription began
 	}
@@ -304,8 +354,20 @@ func (d *Deliverer) Handle(ctx context.Context, msg function.Message) error {
 	if !s.sub.wants(it) {
 		return nil
 	}
+	if s.gone != nil {
+		if s.gone.Err() != nil {
+			return nil // deleted: nothing more is sent
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.gone, cancel)()
+	}
 	start := time.Now()
 	status, err := s.snd.send(ctx, it)
+	if s.gone != nil && s.gone.Err() != nil {
+		return nil // deleted while it was being sent
+	}
 	attrs := []any{"key", domain.KeyFromSubject(msg.Subject), "id", it.id, "type", it.ceType, "attempt", msg.Delivered,
 		"status", status, "took", time.Since(start).Round(time.Millisecond)}
 	switch {

@@ -38,12 +38,13 @@ func exitCode(err error) int {
 		oe *client.OutcomeError
 		ce *client.CampaignOutcomeError
 		pe *client.PolicyOutcomeError
+		se *client.SubscriptionOutcomeError
 		ne *notAllowedError
 	)
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &oe), errors.As(err, &ce), errors.As(err, &pe), errors.As(err, &ne):
+	case errors.As(err, &oe), errors.As(err, &ce), errors.As(err, &pe), errors.As(err, &se), errors.As(err, &ne):
 		return exitRejected
 	case errors.Is(err, client.ErrNoOutcome):
 		return exitNoResult
@@ -167,6 +168,9 @@ func (a *app) rootCommand() *cobra.Command {
 	policyCmd := a.policyCommand()
 	policyCmd.GroupID = "admin"
 	root.AddCommand(policyCmd)
+	subscriptionCmd := a.subscriptionCommand()
+	subscriptionCmd.GroupID = "admin"
+	root.AddCommand(subscriptionCmd)
 	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand(), a.dlqCommand()} {
 		c.GroupID = "run"
 		root.AddCommand(c)

@@ -40,9 +40,9 @@ func (a *app) upCommand() *cobra.Command {
 		Short: "Run the whole stack on this machine until interrupted",
 		Long: `Run the whole stack on this machine: an embedded NATS server with JetStream on disk under
 --data, the streams, bucket, consumers and tick schedule provisioned, and every function
-(` + registry.Names() + `) running, until Ctrl-C or SIGTERM. Then the functions drain
-and the server shuts down cleanly. Starting again on the same --data keeps every record and
-event.
+running (` + registry.Names() + `),
+until Ctrl-C or SIGTERM. Then the functions drain and the server shuts down cleanly. Starting
+again on the same --data keeps every record and event.
 
 Metrics go over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._METRICS_ENDPOINT) is set, with
 OTEL_EXPORTER_OTLP_PROTOCOL grpc (default) or http/protobuf; otherwise they are served as a

@@ -114,8 +114,8 @@ func TestFunctionWebhook_DeadLetterListedAndReplayed(t *testing.T) {
 func TestFunctionWebhook_NeedsValidSubscriptions(t *testing.T) {
 	s := startStack(t, stackOpts{noFunction: true})
 	c := newCLI(t, s)
-	if r := c.run("function", "webhook"); r.err == nil || !strings.Contains(r.err.Error(), "--subscriptions") {
-		t.Fatalf("without --subscriptions: %v", r.err)
+	if r := c.run("function", "webhook", "--self-service=false"); r.err == nil || !strings.Contains(r.err.Error(), "--subscriptions") {
+		t.Fatalf("without --subscriptions nor self-service: %v", r.err)
 	}
 	file := filepath.Join(t.TempDir(), "subscriptions.json")
 	_ = os.WriteFile(file, []byte(`[{"name":"x","url":"https://example.com","secret":"whsec_c2hvcnQ="}]`), 0o600)
@@ -125,7 +125,8 @@ func TestFunctionWebhook_NeedsValidSubscriptions(t *testing.T) {
 }
 
 // `up --subscriptions FILE` provisions the webhook feed and delivers a command's outcome; `up`
-// without subscriptions provisions no feed (it would cost a write per outcome for nothing).
+// without subscriptions and without self-service ones provisions no feed (it would cost a
+// write per outcome for nothing).
 func TestUp_SubscriptionsBringTheWebhookFeed(t *testing.T) {
 	got := make(chan string, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +172,7 @@ func TestUp_SubscriptionsBringTheWebhookFeed(t *testing.T) {
 		t.Fatal(r.err)
 	}
 
-	u = startUpInProcess(t, c, 30*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "")
+	u = startUpInProcess(t, c, 30*time.Second, "up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--self-service=false")
 	if feedCreated.MatchString(u.out.String()) {
 		t.Errorf("up without subscriptions provisioned the webhook feed:\n%s", u.out)
 	}

@@ -1,6 +1,7 @@
 package natsconf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -200,6 +201,9 @@ func Render(f File) ([]byte, error) {
 		renderSubjects(w, "subscribe", p.Subscribe.Allow, p.Subscribe.Deny)
 		w(0, "}")
 	}
+	if err := renderUserPermissions(w, f.Users); err != nil {
+		return nil, err
+	}
 	b.WriteByte('\n')
 	w(0, "authorization {")
 	w(1, "timeout: 2")
@@ -207,7 +211,7 @@ func Render(f File) ([]byte, error) {
 	w(1, "users = [")
 	for _, u := range f.Users {
 		w(2, "# %s: role %s", u.Name, u.Role)
-		w(2, "{ nkey: %s, permissions: $%s }", value(u.Nkey), permVar(u.Role))
+		w(2, "{ nkey: %s, permissions: $%s }", value(u.Nkey), cmp.Or(userPermVar(u), permVar(u.Role)))
 	}
 	w(1, "]")
 	w(0, "}")

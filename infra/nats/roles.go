@@ -145,6 +145,7 @@ func (r Role) Permissions() (*server.Permissions, error) {
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownRole, r)
 	}
+	pub, sub = subscriptionAccess(r, pub, sub)
 	if r != RoleOperator {
 		// What the functions of the registry that play this role do (the deny list below
 		// still applies), and account info, for health checks.
@@ -349,5 +350,5 @@ func denied(r Role) []string {
 	if r != RoleAdmin {
 		d = append(d, api+"STREAM.MSG.DELETE."+domain.DLQStream)
 	}
-	return d
+	return append(d, subscriptionDenied(r)...)
 }

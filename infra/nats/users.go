@@ -21,7 +21,8 @@ type User struct {
 	// file.
 	Nkey string
 	// Scopes confine a customer (TenantPermissions): /subscriptions/<id> or
-	// /subscriptions/<id>/resourceGroups/<name>. Other roles take none.
+	// /subscriptions/<id>/resourceGroups/<name>. Other roles take none. They open the
+	// self-service subscriptions of those tenants to it too (CustomerSubscriptions).
 	Scopes []string
 }
 
@@ -76,7 +77,7 @@ func NkeyUsers(users []User) ([]*server.NkeyUser, error) {
 	}
 	out := make([]*server.NkeyUser, 0, len(users))
 	for _, u := range users {
-		p, err := u.Permissions()
+		p, err := userPermissions(u)
 		if err != nil {
 			return nil, err
 		}

@@ -234,6 +234,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Replicas:          c.Replicas,
 		},
 	}...)
+	streams = append(streams, subscriptionStreams(c)...)
 	if c.Webhooks {
 		streams = append(streams, jetstream.StreamConfig{
 			Name:        domain.WebhookStream,
@@ -422,6 +423,9 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 	}
 	rep = append(rep, ensureBucket(ctx, js, PoliciesBucket(c)))
 	for _, b := range CampaignBuckets(c) {
+		rep = append(rep, ensureBucket(ctx, js, b))
+	}
+	for _, b := range SubscriptionBuckets(c) {
 		rep = append(rep, ensureBucket(ctx, js, b))
 	}
 	rep = append(rep, ensureObjectStore(ctx, js, CampaignLists(c)))

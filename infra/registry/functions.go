@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -363,15 +364,30 @@ func TickAckWait(tick time.Duration) time.Duration {
 func webhookFunction() Function {
 	return Function{
 		Name:  "webhook",
-		About: "delivers events and notices to the --subscriptions endpoints (signed CloudEvents)",
+		About: "delivers events and notices to the --subscriptions endpoints and the self-service subscriptions (signed CloudEvents)",
 		Role:  roleFunction,
 		Drain: webhook.DefaultTimeout + 5*time.Second,
 		// One consumer per subscription on the webhook feed, made by the function from its
-		// subscriptions file; no other role may reach that stream but an admin's replays.
+		// subscriptions file and from the subscriptions bucket; no other role may reach that
+		// stream but an admin's replays.
 		Serves: []Serve{{Stream: domain.WebhookStream, Consumer: "*", Prefix: domain.WebhookConsumerPrefix, Pinned: true, Creates: true}},
 		// A delivery that fails for good is a dead letter of its subscription.
-		Access: Access{Publish: []string{domain.DLQPrefix + "*"}},
+		Access: webhookAccess(),
 		Flags:  webhookFlags,
+	}
+}
+
+// webhookAccess is what the webhook function does besides serving its consumers: dead-letter a
+// delivery; and for the self-service subscriptions, follow their bucket, read their secrets,
+// find where a new one starts (the feed's and its sources' first messages after its creation)
+// and remove a deleted one's consumer.
+func webhookAccess() Access {
+	return Access{
+		Publish: []string{domain.DLQPrefix + "*"},
+		Read:    []string{domain.SubscriptionsBucketStream},
+		Get:     slices.Concat([]string{domain.SubscriptionSecretsStream, domain.WebhookStream, domain.EventsStream}, EventsStreams, NoticesStreams),
+		API: []string{"$JS.API.CONSUMER.NAMES." + domain.WebhookStream,
+			"$JS.API.CONSUMER.DELETE." + domain.WebhookStream + ".*"},
 	}
 }
 
@@ -381,23 +397,28 @@ func webhookFlags(fs *pflag.FlagSet) Instance {
 		subscriptions string
 	)
 	fs.StringVar(&subscriptions, "subscriptions", "", `JSON file of the subscriptions: [{"name", "url", "secret":"whsec_…", "types":[…], "states":[…], "resourcePrefix", "caFile"}]`)
-	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
+	fs.BoolVar(&cfg.FromStart, "from-start", false, "a subscription of the file seen for the first time starts at the oldest event the webhook feed keeps, since webhooks were turned on (default: at events stored after it is created); one with progress keeps it")
+	fs.BoolVar(&cfg.SelfService, "self-service", true, "also deliver to the self-service subscriptions (maintctl subscription create), started and stopped within seconds of their commands (needs the webhook feed: provision --webhooks)")
+	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let self-service subscriptions reach loopback, private, link-local and shared addresses (default: refused, so that a customer cannot make the function post into this network)")
 	return Instance{
-		Idle: func() bool { return subscriptions == "" },
+		Idle: func() bool { return subscriptions == "" && !cfg.SelfService },
 		Run: func(ctx context.Context, env Env) error {
-			if subscriptions == "" {
+			if subscriptions == "" && !cfg.SelfService {
 				if !env.Up {
-					return errors.New("the webhook function needs --subscriptions FILE")
+					return errors.New("the webhook function needs --subscriptions FILE, or --self-service")
 				}
 				<-ctx.Done() // up without subscriptions: nothing to deliver
 				return nil
 			}
-			subs, err := webhook.LoadFile(subscriptions)
-			if err != nil {
-				return err
-			}
 			c := cfg
-			c.Subscriptions, c.Log, c.Meters = subs, env.Log, env.Tel.MeterProvider()
+			if subscriptions != "" {
+				subs, err := webhook.LoadFile(subscriptions)
+				if err != nil {
+					return err
+				}
+				c.Subscriptions = subs
+			}
+			c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
 			return webhook.Run(ctx, env.JS, c)
 		},
 	}

@@ -166,7 +166,8 @@ type Env struct {
 // Functions lists every function, in the order `maintctl up` starts them. Each call returns
 // new values.
 func Functions() []Function {
-	return []Function{commandFunction(), emitterFunction(), noticesFunction(), webhookFunction(), policiesFunction(), webFunction(), campaignFunction()}
+	return []Function{commandFunction(), emitterFunction(), noticesFunction(), webhookFunction(), policiesFunction(), webFunction(), campaignFunction(),
+		subscriptionsFunction()}
 }
 
 // Lookup returns the function called name.

@@ -16,6 +16,7 @@ import (
 	"maintsignals/shared/function"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/subscription"
 )
 
 // HeaderReplayOf marks a replayed command with the dead-letter sequence it came from.
@@ -149,6 +150,10 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 	if h.Get(function.HeaderDLQStream) == domain.PoliciesStream {
 		cmd, _ := policy.DecodeCommand(body, "", "")
 		l.CommandID = cmd.ID
+	} else if h.Get(function.HeaderDLQStream) == domain.SubscriptionsStream {
+		cmd, _ := subscription.DecodeCommand(body, "", "")
+		l.CommandID = cmd.ID
+		l.Body = subscription.Redact(body) // a list never shows a secret; a replay reads the stream
 	} else if cmd, rej := domain.DecodeCommand(body, "", ""); rej == nil || cmd.ID != "" {
 		l.CommandID = cmd.ID
 	}
@@ -159,7 +164,8 @@ func letter(seq uint64, subject string, h nats.Header, body []byte, stored time.
 }
 
 // Replay sends dead letter seq through the command function (a policy command: the policies
-// function; a webhook delivery: to its subscription's endpoint) again and removes it from the
+// function; a subscription command: the subscriptions function; a webhook delivery: to its
+// subscription's endpoint) again and removes it from the
 // dead-letter stream. The command keeps its id, so a command that was in fact applied comes
 // back as a duplicate, never as a second change. The copy is published without Nats-Msg-Id
 // so that the commands stream's de-duplication window does not swallow it.
@@ -176,9 +182,13 @@ func Replay(ctx context.Context, js jetstream.JetStream, seq uint64) (*jetstream
 		return nil, fmt.Errorf("replay %d: %w", seq, err)
 	}
 	out := nats.NewMsg(domain.CommandSubject(domain.KeyFromSubject(raw.Subject)))
-	if raw.Header.Get(function.HeaderDLQStream) == domain.PoliciesStream {
+	switch raw.Header.Get(function.HeaderDLQStream) {
+	case domain.PoliciesStream:
 		// A policy command goes back to the policies function.
 		out.Subject = domain.PolicyCommandSubject(domain.KeyFromSubject(raw.Subject))
+	case domain.SubscriptionsStream:
+		// A subscription command goes back to the subscriptions function, on its own subject.
+		out.Subject = domain.SubscriptionCommandSubject(domain.SubscriptionKeyOf(raw.Header.Get(function.HeaderDLQSubject)))
 	}
 	out.Data = raw.Data
 	out.Header.Set(HeaderReplayOf, strconv.FormatUint(seq, 10))

@@ -34,6 +34,14 @@ func WithStatus(ctx context.Context, s *Status) context.Context {
 	return context.WithValue(ctx, statusKey{}, s)
 }
 
+// WithoutStatus makes Run report to no Status: a function that runs a Run of its own for each
+// item it serves while the item exists (the webhook function's self-service subscriptions)
+// reports itself once, with ReportServing, so that an item that ends does not read as the
+// function draining.
+func WithoutStatus(ctx context.Context) context.Context {
+	return context.WithValue(ctx, statusKey{}, (*Status)(nil))
+}
+
 func statusFrom(ctx context.Context) *Status {
 	s, _ := ctx.Value(statusKey{}).(*Status)
 	return s

@@ -297,3 +297,18 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// AuthorizeSubscription checks that the signer may create or delete a webhook subscription of
+// scope (README, Tenants): an admin any, a customer those its scopes cover. An unsigned
+// command (nil signer) passes as in Authorize.
+func (p *Policy) AuthorizeSubscription(s *Signer, scope policy.Scope) *domain.Rejection {
+	switch {
+	case s == nil, slices.Contains(s.Roles, RoleAdmin):
+		return nil
+	case slices.Contains(s.Roles, RoleCustomer) && s.Covers(scope.Key):
+		return nil
+	case slices.Contains(s.Roles, RoleCustomer):
+		return unauthorized("signer %s may manage the webhook subscriptions of its scopes %v only, not of %s", s.Name, s.Scopes, scope.ID)
+	}
+	return unauthorized("signer %s (%v) may not manage webhook subscriptions: an admin or a customer within its scopes may", s.Name, s.Roles)
+}

@@ -139,6 +139,31 @@ func TestAuthorize_CustomerWithinItsScopesOnly(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		name   string
+		s      *signing.Signer
+		scope  string
+		allows bool
+	}{
+		{"customer subscribes to its resource group", customer, "/subscriptions/s1/resourceGroups/rg-a", true},
+		{"customer subscribes to one resource of it", customer, inside, true},
+		{"customer subscribes to its subscription", customer, "/subscriptions/s2", true},
+		{"customer may not subscribe to the subscription above its resource group", customer, "/subscriptions/s1", false},
+		{"customer may not subscribe to another resource group", customer, "/subscriptions/s1/resourceGroups/rg-b", false},
+		{"admin subscribes to any", admin, "/subscriptions/s1", true},
+		{"updater may not", updater, "/subscriptions/s1/resourceGroups/rg-a", false},
+	} {
+		t.Run("subscription: "+tc.name, func(t *testing.T) {
+			scope, rej := policy.ParseScope(tc.scope)
+			if rej != nil {
+				t.Fatal(rej)
+			}
+			rej = p.AuthorizeSubscription(tc.s, scope)
+			if (rej == nil) != tc.allows || rej != nil && rej.Code != domain.CodeUnauthorized {
+				t.Errorf("AuthorizeSubscription = %v, want allowed %t", rej, tc.allows)
+			}
+		})
+	}
 }
 
 func TestVerify_SignatureIsOverTheExactBody(t *testing.T) {

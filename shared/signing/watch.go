@@ -102,6 +102,11 @@ func (w *Watched) AuthorizePolicy(s *Signer, scope policy.Scope) *domain.Rejecti
 	return w.Policy().AuthorizePolicy(s, scope)
 }
 
+// AuthorizeSubscription is Policy.AuthorizeSubscription with the policy in force.
+func (w *Watched) AuthorizeSubscription(s *Signer, scope policy.Scope) *domain.Rejection {
+	return w.Policy().AuthorizeSubscription(s, scope)
+}
+
 // Requires reports whether unsigned commands are refused.
 func (w *Watched) Requires() bool { return w.required }
 

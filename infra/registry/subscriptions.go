@@ -1,0 +1,68 @@
+package registry
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
+
+	"maintsignals/functions/subscriptions"
+	"maintsignals/shared/domain"
+	"maintsignals/shared/function"
+	"maintsignals/shared/signing"
+)
+
+// subscriptionsFunction applies the self-service webhook subscription commands (README,
+// Tenants); the webhook function follows the bucket it writes.
+func subscriptionsFunction() Function {
+	return Function{
+		Name:      "subscriptions",
+		About:     "applies subscription commands: self-service webhook subscriptions created and deleted (MAINT_SUBSCRIPTIONS)",
+		Role:      roleFunction,
+		Drain:     function.DefaultDrainTimeout,
+		Consumers: subscriptionsConsumers,
+		Serves:    []Serve{{Stream: domain.SubscriptionsStream, Consumer: domain.SubscriptionsConsumer, Pinned: true}},
+		Access: Access{
+			// It writes the records and the secrets (compare-and-swaps on the subjects' last
+			// sequences) and publishes the outcomes and dead letters.
+			Publish: []string{domain.SubscriptionEventPrefix + ">", domain.DLQPrefix + "*",
+				domain.SubscriptionSubject(">"), domain.SubscriptionSecretSubject(">")},
+			// It reads a name's last revision with its header, its secret's last sequence and,
+			// for a redelivered command, the name's last outcome.
+			Get: []string{domain.SubscriptionsBucketStream, domain.SubscriptionSecretsStream, domain.SubscriptionEventsStream},
+		},
+		Flags: subscriptionsFlags,
+	}
+}
+
+// subscriptionsConsumers is the subscriptions function's one consumer: pinned to one replica
+// at a time, names in stream order, as the policies function's.
+func subscriptionsConsumers(t Topology) []Consumer {
+	return []Consumer{{Stream: domain.SubscriptionsStream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:        domain.SubscriptionsConsumer,
+		Description:    "subscriptions function: subscription commands, by located name in stream order",
+		FilterSubject:  domain.SubscriptionCommandPrefix + ">",
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{domain.SubscriptionsPriorityGroup},
+		PinnedTTL:      domain.PinnedTTL(t.AckWait),
+		MaxAckPending:  t.InFlight,
+		AckWait:        t.AckWait,
+		MaxDeliver:     -1, // the runtime dead-letters at its budget, as for commands
+		Replicas:       t.Replicas,
+	}}}
+}
+
+func subscriptionsFlags(fs *pflag.FlagSet) Instance {
+	var cfg subscriptions.Config
+	authority := signingFlags(fs, &cfg.MaxCommandAge)
+	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
+		c := cfg
+		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
+		if auth != nil {
+			c.Auth = auth
+		}
+		return subscriptions.Run(ctx, env.JS, c)
+	})
+}
