@@ -32,12 +32,12 @@ const runDeadline = 30 * time.Second
 
 // shardFigures are the figures of benchShards.
 type shardFigures struct {
-	one      childCost // one replica holding every shard, the best of its emissions after the first
-	ownPeak  uint64    // that replica's peak RSS over its emissions
+	one      childCost   // one replica holding every shard, the best of its emissions after the first
+	ownPeak  uint64      // that replica's peak RSS over its emissions
 	pair     []childCost // two replicas of half the shards each, emitting at once
 	four     []childCost // four replicas of a shard each
-	sdk      childCost // the SDK's bare export of prebuilt points
-	notices  childCost // one notices run of every shard (entities: notices published)
+	sdk      childCost   // the SDK's bare export of prebuilt points
+	notices  childCost   // one notices run of every shard (entities: notices published)
 	entities int
 }
 
