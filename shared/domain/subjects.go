@@ -136,5 +136,5 @@ func Streams() []string {
 	}
 	return append(out, PoliciesBucketStream,
 		CampaignsStream, "KV_"+CampaignsBucket, "KV_"+CampaignEntitiesBucket, "OBJ_"+CampaignListsBucket,
-		WebhookStream)
+		WebhookStream, SubscriptionsStream, SubscriptionEventsStream, SubscriptionsBucketStream, SubscriptionSecretsStream)
 }
