@@ -55,7 +55,7 @@ func TestWebhooks_FeedStillCopyingDeliversOnlyNewEvents(t *testing.T) {
 	data := copyHistory(t)
 	hooks := newHooks(t)
 	subs := writeSubs(t, map[string]*hookServer{"crm": hooks})
-	up := startUp(t, testenv.FreePort(t), data, "--sync-always=false")
+	up := startUp(t, testenv.FreePort(t), data, "--sync-always=false", "--self-service=false")
 	js := connectJS(t, up.URL)
 	cfg, err := provision.Config{Webhooks: true}.WithDefaults()
 	if err != nil {
@@ -271,7 +271,8 @@ func makeHistory(t *testing.T) (string, string) {
 	}
 	historyRoot = root
 	data := filepath.Join(root, "data")
-	up := startUp(t, testenv.FreePort(t), data, "--sync-always=false")
+	// Without webhooks: no feed copies the history as it is made.
+	up := startUp(t, testenv.FreePort(t), data, "--sync-always=false", "--self-service=false")
 	js := connectJS(t, up.URL)
 	start := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	var cmds []domain.Command
