@@ -201,12 +201,16 @@ var scenarios = []scenario{
 		name:  "e_publisher_on_isolated_node",
 		about: "a third publisher knows only one node, which is cut off for 12 s, then healed",
 		prepare: func(s *stack) []pubSpec {
-			// A node that leads neither the commands stream nor the bucket: the cut then
-			// concerns that publisher, not the functions.
-			lead := map[string]bool{s.leaderNode(domain.CommandsStream).Name: true}
+			// A node that leads neither the commands stream nor a records bucket: the cut
+			// then concerns that publisher, not the functions. The eight buckets' leaders
+			// spread over the nodes, so they are moved to the commands stream's first.
+			leader := s.leaderNode(domain.CommandsStream)
 			for _, cell := range domain.AllCells() {
-				lead[s.leaderNode(cell.RecordsStream()).Name] = true
+				if err := MoveLeader(context.Background(), s.nc, s.js, cell.RecordsStream(), leader.Name); err != nil {
+					s.t.Fatal(err)
+				}
 			}
+			lead := map[string]bool{leader.Name: true}
 			var only *Node
 			for _, nd := range s.cluster.Nodes {
 				if !lead[nd.Name] {
