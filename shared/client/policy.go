@@ -69,25 +69,20 @@ func (c *Client) SendPolicy(ctx context.Context, cmd policy.Command) (*PolicyRes
 // in res.
 func (c *Client) awaitPolicyOutcome(ctx context.Context, sub *nats.Subscription, res *PolicyResult, key string) error {
 	cmd := res.Command
-	if res.Republished {
-		// Its outcome may be out already: the last of the scope, if it is this command's.
-		if ev, ok := c.lastPolicyEvent(ctx, key); ok && ev.CommandID == cmd.ID {
-			return policyOutcome(res, ev)
-		}
+	ev, err := awaitOutcome(ctx, sub, res.Republished, awaitedOutcome[domain.PolicyEvent]{
+		id:     cmd.ID,
+		decode: domain.DecodePolicyEvent,
+		idOf:   func(ev domain.PolicyEvent) string { return ev.CommandID },
+		last:   func(ctx context.Context) (domain.PolicyEvent, bool) { return c.lastPolicyEvent(ctx, key) },
+		late: func() error {
+			return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
+				ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, res.Seq)
+		},
+	})
+	if err != nil {
+		return err
 	}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
-					ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, res.Seq)
-			}
-			return fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
-		}
-		if ev, err := domain.DecodePolicyEvent(m.Data); err == nil && ev.CommandID == cmd.ID {
-			return policyOutcome(res, ev)
-		}
-	}
+	return policyOutcome(res, ev)
 }
 
 func policyOutcome(res *PolicyResult, ev domain.PolicyEvent) error {

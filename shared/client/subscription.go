@@ -74,25 +74,20 @@ func (c *Client) SendSubscription(ctx context.Context, cmd subscription.Command)
 // awaitSubscriptionOutcome waits on sub for the outcome of the command of res.
 func (c *Client) awaitSubscriptionOutcome(ctx context.Context, sub *nats.Subscription, res *SubscriptionResult, key string) error {
 	cmd := res.Command
-	if res.Republished {
-		// Its outcome may be out already: the last of the name, if it is this command's.
-		if ev, ok := c.lastSubscriptionEvent(ctx, key); ok && ev.CommandID == cmd.ID {
-			return subscriptionOutcome(res, ev)
-		}
+	ev, err := awaitOutcome(ctx, sub, res.Republished, awaitedOutcome[domain.SubscriptionEvent]{
+		id:     cmd.ID,
+		decode: domain.DecodeSubscriptionEvent,
+		idOf:   func(ev domain.SubscriptionEvent) string { return ev.CommandID },
+		last:   func(ctx context.Context) (domain.SubscriptionEvent, bool) { return c.lastSubscriptionEvent(ctx, key) },
+		late: func() error {
+			return fmt.Errorf("%w for subscription command %s (%s %s): it is stored in %s (sequence %d) and takes effect when a subscriptions function runs",
+				ErrNoOutcome, cmd.ID, cmd.Action, cmd.Name, domain.SubscriptionsStream, res.Seq)
+		},
+	})
+	if err != nil {
+		return err
 	}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w for subscription command %s (%s %s): it is stored in %s (sequence %d) and takes effect when a subscriptions function runs",
-					ErrNoOutcome, cmd.ID, cmd.Action, cmd.Name, domain.SubscriptionsStream, res.Seq)
-			}
-			return fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
-		}
-		if ev, err := domain.DecodeSubscriptionEvent(m.Data); err == nil && ev.CommandID == cmd.ID {
-			return subscriptionOutcome(res, ev)
-		}
-	}
+	return subscriptionOutcome(res, ev)
 }
 
 func subscriptionOutcome(res *SubscriptionResult, ev domain.SubscriptionEvent) error {
