@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
 	"maintsignals/functions/subscriptions"
@@ -38,20 +37,8 @@ func subscriptionsFunction() Function {
 // subscriptionsConsumers is the subscriptions function's one consumer: pinned to one replica
 // at a time, names in stream order, as the policies function's.
 func subscriptionsConsumers(t Topology) []Consumer {
-	return []Consumer{{Stream: domain.SubscriptionsStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:        domain.SubscriptionsConsumer,
-		Description:    "subscriptions function: subscription commands, by located name in stream order",
-		FilterSubject:  domain.SubscriptionCommandPrefix + ">",
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{domain.SubscriptionsPriorityGroup},
-		PinnedTTL:      domain.PinnedTTL(t.AckWait),
-		MaxAckPending:  t.InFlight,
-		AckWait:        t.AckWait,
-		MaxDeliver:     -1, // the runtime dead-letters at its budget, as for commands
-		Replicas:       t.Replicas,
-	}}}
+	return pinnedCommandConsumer(t, domain.SubscriptionsStream, domain.SubscriptionsConsumer, domain.SubscriptionsPriorityGroup,
+		domain.SubscriptionCommandPrefix+">", "subscriptions function: subscription commands, by located name in stream order")
 }
 
 func subscriptionsFlags(fs *pflag.FlagSet) Instance {
