@@ -1,0 +1,122 @@
+package function
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// The functions that apply signed commands to a bucket's keys exactly once (policies,
+// subscriptions) share their settings, their outcome events' publishing and the compare-and-
+// swap of their writes; what is theirs alone is the command, the record and the decision.
+
+// Publisher publishes to JetStream: outcome events, a bucket's writes.
+type Publisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
+
+// ApplierConfig configures a replica of a function that applies signed commands, A checking
+// their signatures. Zero fields take the defaults.
+type ApplierConfig[A any] struct {
+	// Auth checks signatures (nil: unsigned commands are accepted).
+	Auth A
+	// MaxCommandAge is how long after issuedAt a signed command is accepted, by its stored
+	// time (the command function's default).
+	MaxCommandAge time.Duration
+	// MaxDeliver is the delivery budget before a command is dead-lettered.
+	MaxDeliver int
+	Log        *slog.Logger
+	Meters     metric.MeterProvider
+	// Events replaces the outcome publisher (fault injection in tests).
+	Events Publisher
+}
+
+// WithDefaults checks c, errors wrapping invalid, and fills its zero fields, maxAge the
+// command age.
+func (c ApplierConfig[A]) WithDefaults(invalid error, maxAge time.Duration) (ApplierConfig[A], error) {
+	if err := cmp.Or(
+		NotNegative(invalid, "MaxCommandAge", c.MaxCommandAge),
+		NotNegative(invalid, "MaxDeliver", c.MaxDeliver),
+	); err != nil {
+		return c, err
+	}
+	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, maxAge)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
+	c.Log = cmp.Or(c.Log, slog.Default())
+	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
+	return c, nil
+}
+
+// Outcomes are the outcome events of E of a function that applies commands, one subject a
+// key: published under the id JetStream de-duplicates on, and read back for a redelivery.
+type Outcomes[E any] struct {
+	What      string           // "policy", "subscription": names them in errors
+	Stream    jetstream.Stream // where they are stored
+	Publisher Publisher
+	Subject   func(key string) string
+	Encode    func(E) ([]byte, error)
+	Decode    func([]byte) (E, error)
+	// Describe gives an event's CloudEvents type and source and its time.
+	Describe func(E) (ceType, source string, at time.Time)
+	// Answers gives the command an event answers: its id and sequence.
+	Answers func(E) (id string, seq uint64)
+}
+
+// Publish publishes ev, the outcome of a command on key, under msgID. An event that does not
+// encode never will: it is permanent.
+func (o Outcomes[E]) Publish(ctx context.Context, key, msgID string, ev E) error {
+	b, err := o.Encode(ev)
+	if err != nil {
+		return Permanent(err)
+	}
+	ceType, source, at := o.Describe(ev)
+	if _, err := o.Publisher.PublishMsg(ctx, EventMsg(o.Subject(key), msgID, ceType, source, at, b)); err != nil {
+		return fmt.Errorf("publish %s outcome: %w", o.What, err)
+	}
+	return nil
+}
+
+// Answered reports whether a redelivered command (msg, of id) already has its outcome: a
+// key's events are published in command order, so if the last one answers this command only
+// the ack was lost.
+func (o Outcomes[E]) Answered(ctx context.Context, key, id string, msg Message) (bool, error) {
+	if msg.Delivered <= 1 {
+		return false, nil
+	}
+	m, err := o.Stream.GetLastMsgForSubject(ctx, o.Subject(key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read last %s outcome: %w", o.What, err)
+	}
+	last, err := o.Decode(m.Data)
+	if err != nil {
+		return false, nil
+	}
+	lastID, lastSeq := o.Answers(last)
+	return lastSeq == msg.Seq && lastID == id, nil
+}
+
+// PublishAt publishes m expecting its subject's last sequence to be rev (0: none): a
+// compare-and-swap on a bucket's key. It returns the new sequence; moved reports a lost swap
+// (the subject moved past rev), with the server's error.
+func PublishAt(ctx context.Context, js Publisher, m *nats.Msg, rev uint64) (seq uint64, moved bool, err error) {
+	ack, err := js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return 0, true, err
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return ack.Sequence, false, nil
+}
