@@ -216,15 +216,22 @@ func pinnedCommandConsumer(t Topology, stream, durable, group, filter, descripti
 }
 
 func policiesFlags(fs *pflag.FlagSet) Instance {
-	var cfg policies.Config
+	return applierFlags(fs, func(w *signing.Watched) policies.Authority { return w }, policies.Run)
+}
+
+// applierFlags are the flags of a function that applies signed commands to a bucket (policies,
+// subscriptions), and how it runs with them. asAuth gives the signers as the function's
+// Authority, only when there are some: without, Auth stays a nil interface.
+func applierFlags[A any](fs *pflag.FlagSet, asAuth func(*signing.Watched) A, run func(context.Context, jetstream.JetStream, function.ApplierConfig[A]) error) Instance {
+	var cfg function.ApplierConfig[A]
 	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
 		c := cfg
 		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
 		if auth != nil {
-			c.Auth = auth
+			c.Auth = asAuth(auth)
 		}
-		return policies.Run(ctx, env.JS, c)
+		return run(ctx, env.JS, c)
 	})
 }
 

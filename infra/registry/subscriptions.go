@@ -1,8 +1,6 @@
 package registry
 
 import (
-	"context"
-
 	"github.com/spf13/pflag"
 
 	"maintsignals/functions/subscriptions"
@@ -42,14 +40,5 @@ func subscriptionsConsumers(t Topology) []Consumer {
 }
 
 func subscriptionsFlags(fs *pflag.FlagSet) Instance {
-	var cfg subscriptions.Config
-	authority := signingFlags(fs, &cfg.MaxCommandAge)
-	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
-		c := cfg
-		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
-		if auth != nil {
-			c.Auth = auth
-		}
-		return subscriptions.Run(ctx, env.JS, c)
-	})
+	return applierFlags(fs, func(w *signing.Watched) subscriptions.Authority { return w }, subscriptions.Run)
 }
