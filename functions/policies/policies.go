@@ -75,26 +75,17 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 		return nil, err
 	}
 	a := &Applier{js: js, auth: cfg.Auth, maxAge: cfg.MaxCommandAge, log: cfg.Log.With("function", "policies"), now: time.Now, cfg: cfg}
-	a.outcomes = function.Outcomes[domain.PolicyEvent]{
-		What:      "policy",
-		Publisher: cmp.Or[Publisher](cfg.Events, js),
-		Subject:   domain.PolicyEventSubject,
-		Encode:    domain.EncodePolicyEvent,
-		Decode:    domain.DecodePolicyEvent,
-		Describe: func(ev domain.PolicyEvent) (string, string, time.Time) {
-			return domain.PolicyOutcomeCEType(ev.Outcome), ev.Scope, ev.At
-		},
-		Answers: func(ev domain.PolicyEvent) (string, uint64) { return ev.CommandID, ev.CommandSeq },
-	}
 	if _, err := stream(ctx, js, domain.PoliciesStream); err != nil {
 		return nil, err
 	}
 	if a.bucket, err = stream(ctx, js, domain.PoliciesBucketStream); err != nil {
 		return nil, err
 	}
-	if a.outcomes.Stream, err = stream(ctx, js, domain.EventsStream); err != nil {
+	events, err := stream(ctx, js, domain.EventsStream)
+	if err != nil {
 		return nil, err
 	}
+	a.outcomes = function.NewOutcomes("policy", events, cmp.Or[Publisher](cfg.Events, js), domain.PolicyEventSubject, domain.EncodePolicyEvent, domain.DecodePolicyEvent)
 	if a.metrics, err = newMetrics(cfg.Meters.Meter(scopeName)); err != nil {
 		return nil, err
 	}

@@ -76,21 +76,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 		return nil, err
 	}
 	a := &Applier{js: js, auth: cfg.Auth, maxAge: cfg.MaxCommandAge, log: cfg.Log.With("function", "subscriptions"), now: time.Now, cfg: cfg}
-	a.outcomes = function.Outcomes[domain.SubscriptionEvent]{
-		What:      "subscription",
-		Publisher: cmp.Or[Publisher](cfg.Events, js),
-		Subject:   domain.SubscriptionEventSubject,
-		Encode:    domain.EncodeSubscriptionEvent,
-		Decode:    domain.DecodeSubscriptionEvent,
-		Describe: func(ev domain.SubscriptionEvent) (string, string, time.Time) {
-			return domain.SubscriptionOutcomeCEType(ev.Outcome), ev.Scope, ev.At
-		},
-		Answers: func(ev domain.SubscriptionEvent) (string, uint64) { return ev.CommandID, ev.CommandSeq },
-	}
+	var events jetstream.Stream
 	for _, s := range []struct {
 		name string
 		dst  *jetstream.Stream
-	}{{domain.SubscriptionsStream, nil}, {domain.SubscriptionsBucketStream, &a.bucket}, {domain.SubscriptionSecretsStream, &a.secrets}, {domain.SubscriptionEventsStream, &a.outcomes.Stream}} {
+	}{{domain.SubscriptionsStream, nil}, {domain.SubscriptionsBucketStream, &a.bucket}, {domain.SubscriptionSecretsStream, &a.secrets}, {domain.SubscriptionEventsStream, &events}} {
 		st, err := js.Stream(ctx, s.name)
 		if err != nil {
 			return nil, fmt.Errorf("subscriptions function: stream %s: %w (run `maintctl provision`)", s.name, err)
@@ -99,6 +89,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 			*s.dst = st
 		}
 	}
+	a.outcomes = function.NewOutcomes("subscription", events, cmp.Or[Publisher](cfg.Events, js),
+		domain.SubscriptionEventSubject, domain.EncodeSubscriptionEvent, domain.DecodeSubscriptionEvent)
 	if a.commands, err = cfg.Meters.Meter(scopeName).Int64Counter("cluster.maintenance.subscription.commands",
 		metric.WithDescription("Subscription commands handled, by outcome and rejection code."), metric.WithUnit("{command}")); err != nil {
 		return nil, fmt.Errorf("subscriptions metrics: %w", err)

@@ -55,31 +55,41 @@ func (c ApplierConfig[A]) WithDefaults(invalid error, maxAge time.Duration) (App
 	return c, nil
 }
 
-// Outcomes are the outcome events of E of a function that applies commands, one subject a
-// key: published under the id JetStream de-duplicates on, and read back for a redelivery.
-type Outcomes[E any] struct {
-	What      string           // "policy", "subscription": names them in errors
-	Stream    jetstream.Stream // where they are stored
-	Publisher Publisher
-	Subject   func(key string) string
-	Encode    func(E) ([]byte, error)
-	Decode    func([]byte) (E, error)
-	// Describe gives an event's CloudEvents type and source and its time.
-	Describe func(E) (ceType, source string, at time.Time)
-	// Answers gives the command an event answers: its id and sequence.
-	Answers func(E) (id string, seq uint64)
+// OutcomeEvent is an outcome event of a command applied to a key.
+type OutcomeEvent interface {
+	// Answers is the command the event answers: its id and sequence.
+	Answers() (id string, seq uint64)
+	// CloudEvent is the event's CloudEvents type and source, and its time.
+	CloudEvent() (ceType, source string, at time.Time)
+}
+
+// Outcomes are the outcome events of a function that applies commands, one subject a key:
+// published under the id JetStream de-duplicates on, and read back for a redelivery.
+type Outcomes[E OutcomeEvent] struct {
+	what      string           // "policy", "subscription": names them in errors
+	stream    jetstream.Stream // where they are stored
+	publisher Publisher
+	subject   func(key string) string
+	encode    func(E) ([]byte, error)
+	decode    func([]byte) (E, error)
+}
+
+// NewOutcomes are the outcome events of what (the commands' kind, for errors), stored in
+// stream on subject(key).
+func NewOutcomes[E OutcomeEvent](what string, stream jetstream.Stream, p Publisher, subject func(key string) string, encode func(E) ([]byte, error), decode func([]byte) (E, error)) Outcomes[E] {
+	return Outcomes[E]{what: what, stream: stream, publisher: p, subject: subject, encode: encode, decode: decode}
 }
 
 // Publish publishes ev, the outcome of a command on key, under msgID. An event that does not
 // encode never will: it is permanent.
 func (o Outcomes[E]) Publish(ctx context.Context, key, msgID string, ev E) error {
-	b, err := o.Encode(ev)
+	b, err := o.encode(ev)
 	if err != nil {
 		return Permanent(err)
 	}
-	ceType, source, at := o.Describe(ev)
-	if _, err := o.Publisher.PublishMsg(ctx, EventMsg(o.Subject(key), msgID, ceType, source, at, b)); err != nil {
-		return fmt.Errorf("publish %s outcome: %w", o.What, err)
+	ceType, source, at := ev.CloudEvent()
+	if _, err := o.publisher.PublishMsg(ctx, EventMsg(o.subject(key), msgID, ceType, source, at, b)); err != nil {
+		return fmt.Errorf("publish %s outcome: %w", o.what, err)
 	}
 	return nil
 }
@@ -91,18 +101,18 @@ func (o Outcomes[E]) Answered(ctx context.Context, key, id string, msg Message) 
 	if msg.Delivered <= 1 {
 		return false, nil
 	}
-	m, err := o.Stream.GetLastMsgForSubject(ctx, o.Subject(key))
+	m, err := o.stream.GetLastMsgForSubject(ctx, o.subject(key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read last %s outcome: %w", o.What, err)
+		return false, fmt.Errorf("read last %s outcome: %w", o.what, err)
 	}
-	last, err := o.Decode(m.Data)
+	last, err := o.decode(m.Data)
 	if err != nil {
 		return false, nil
 	}
-	lastID, lastSeq := o.Answers(last)
+	lastID, lastSeq := last.Answers()
 	return lastSeq == msg.Seq && lastID == id, nil
 }
 
