@@ -13,7 +13,6 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/fleet"
-	"maintsignals/shared/natsconn"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
@@ -26,15 +25,8 @@ type Policy struct {
 	Policy *policy.Policy
 }
 
-// PolicyResult is what became of a sent policy command.
-type PolicyResult struct {
-	Command policy.Command
-	// Seq is the command's sequence in MAINT_POLICIES; Republished: the stream already held
-	// this id (published again inside the duplicate window).
-	Seq         uint64
-	Republished bool
-	Event       domain.PolicyEvent
-}
+// PolicyResult is what became of a sent policy command (Seq in MAINT_POLICIES).
+type PolicyResult = CommandResult[policy.Command, domain.PolicyEvent]
 
 // PolicyOutcomeError is returned with the result when a policy command was rejected or
 // dead-lettered.
@@ -54,43 +46,21 @@ func (c *Client) SendPolicy(ctx context.Context, cmd policy.Command) (*PolicyRes
 	if err != nil {
 		return nil, err
 	}
-	var res *PolicyResult
-	err = c.publishAwaiting(ctx, awaitedCommand(cmd.ID, domain.PolicyEventSubject(key)), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
-		res = &PolicyResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
-		return c.awaitPolicyOutcome(ctx, sub, res, key)
-	})
-	if errors.As(err, new(*natsconn.PermissionError)) {
-		return nil, err
-	}
-	return res, err
-}
-
-// awaitPolicyOutcome waits on sub for the outcome of the policy command of res, and puts it
-// in res.
-func (c *Client) awaitPolicyOutcome(ctx context.Context, sub *nats.Subscription, res *PolicyResult, key string) error {
-	cmd := res.Command
-	ev, err := awaitOutcome(ctx, sub, res.Republished, awaitedOutcome[domain.PolicyEvent]{
+	return sendAwaiting(ctx, c, cmd, msg, domain.PolicyEventSubject(key), awaitedOutcome[domain.PolicyEvent]{
 		id:     cmd.ID,
 		decode: domain.DecodePolicyEvent,
 		idOf:   func(ev domain.PolicyEvent) string { return ev.CommandID },
 		last:   func(ctx context.Context) (domain.PolicyEvent, bool) { return c.lastPolicyEvent(ctx, key) },
-		late: func() error {
+		late: func(seq uint64) error {
 			return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
-				ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, res.Seq)
+				ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, seq)
 		},
+	}, func(ev domain.PolicyEvent) error {
+		if Failed(ev.Outcome) {
+			return &PolicyOutcomeError{Event: ev}
+		}
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return policyOutcome(res, ev)
-}
-
-func policyOutcome(res *PolicyResult, ev domain.PolicyEvent) error {
-	res.Event = ev
-	if Failed(ev.Outcome) {
-		return &PolicyOutcomeError{Event: ev}
-	}
-	return nil
 }
 
 func (c *Client) lastPolicyEvent(ctx context.Context, key string) (domain.PolicyEvent, bool) {
