@@ -72,33 +72,20 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 	return fmt.Errorf("policy of %s kept changing: %w", key, errConflict)
 }
 
-// gate reads and checks a policy command: its signature over the exact body first, then its
-// content, then whether the signer may set the scope's policy. A verified signer's configured
-// name replaces the self-declared actor.
+// gate reads and checks a policy command (function.Gate): its signature, its content, then
+// whether the signer may set the scope's policy.
 func (a *Applier) gate(msg function.Message, key, msgID string) (policy.Command, *domain.Rejection) {
-	var signer *signing.Signer
-	if a.auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
-		var rej *domain.Rejection
-		if signer, rej = a.auth.Verify(msg.Data, msg.Header); rej != nil {
-			cmd, _ := policy.DecodeCommand(msg.Data, key, msgID) // best effort, for the event
-			cmd.Actor = ""
-			return cmd, rej
+	decode := func(body []byte) (policy.Command, *domain.Rejection) { return policy.DecodeCommand(body, key, msgID) }
+	authorize := func(s *signing.Signer, cmd policy.Command) *domain.Rejection {
+		return a.auth.AuthorizePolicy(s, cmd.ParsedScope())
+	}
+	signedBy := func(cmd *policy.Command, s *signing.Signer) {
+		cmd.Actor = ""
+		if s != nil {
+			cmd.Actor, cmd.SignerKey = s.Name, s.Key
 		}
 	}
-	cmd, rej := policy.DecodeCommand(msg.Data, key, msgID)
-	if rej != nil {
-		return cmd, rej
-	}
-	if a.auth != nil {
-		if rej := a.auth.AuthorizePolicy(signer, cmd.ParsedScope()); rej != nil {
-			cmd.Actor = ""
-			return cmd, rej
-		}
-	}
-	if signer != nil {
-		cmd.Actor, cmd.SignerKey = signer.Name, signer.Key
-	}
-	return cmd, nil
+	return function.Gate(msg, a.auth, decode, authorize, signedBy)
 }
 
 // load reads the scope's last revision (a delete included), with its header, from the stream

@@ -89,34 +89,23 @@ func (a *Applier) commit(ctx context.Context, key string, cur current, secretRev
 	return a.outcomes.Publish(ctx, key, msgID, ev)
 }
 
-// gate reads and checks a subscription command: its signature over the exact body first, then
-// its content, then whether the signer may manage the subscriptions of its scope. A verified
-// signer's configured name replaces the self-declared actor.
+// gate reads and checks a subscription command (function.Gate): its signature, its content,
+// then whether the signer may manage the subscriptions of its scope.
 func (a *Applier) gate(msg function.Message, key string) (subscription.Command, *domain.Rejection) {
 	msgID := msg.Header.Get(domain.HeaderMsgID)
-	var signer *signing.Signer
-	if a.auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
-		var rej *domain.Rejection
-		if signer, rej = a.auth.Verify(msg.Data, msg.Header); rej != nil {
-			cmd, _ := subscription.DecodeCommand(msg.Data, key, msgID) // best effort, for the event
-			cmd.Actor = ""
-			return cmd, rej
+	decode := func(body []byte) (subscription.Command, *domain.Rejection) {
+		return subscription.DecodeCommand(body, key, msgID)
+	}
+	authorize := func(s *signing.Signer, cmd subscription.Command) *domain.Rejection {
+		return a.auth.AuthorizeSubscription(s, cmd.ParsedScope())
+	}
+	signedBy := func(cmd *subscription.Command, s *signing.Signer) {
+		cmd.Actor = ""
+		if s != nil {
+			cmd.Actor, cmd.SignerKey = s.Name, s.Key
 		}
 	}
-	cmd, rej := subscription.DecodeCommand(msg.Data, key, msgID)
-	if rej != nil {
-		return cmd, rej
-	}
-	if a.auth != nil {
-		if rej := a.auth.AuthorizeSubscription(signer, cmd.ParsedScope()); rej != nil {
-			cmd.Actor = ""
-			return cmd, rej
-		}
-	}
-	if signer != nil {
-		cmd.Actor, cmd.SignerKey = signer.Name, signer.Key
-	}
-	return cmd, nil
+	return function.Gate(msg, a.auth, decode, authorize, signedBy)
 }
 
 // load reads the name's last revision (a delete included) and its secret's last sequence, each

@@ -12,6 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"maintsignals/shared/domain"
+	"maintsignals/shared/signing"
 )
 
 // The functions that apply signed commands to a bucket's keys exactly once (policies,
@@ -129,4 +132,40 @@ func PublishAt(ctx context.Context, js Publisher, m *nats.Msg, rev uint64) (seq 
 		return 0, false, err
 	}
 	return ack.Sequence, false, nil
+}
+
+// Verifier checks the signature of a command over its exact body.
+type Verifier interface {
+	Verify(body []byte, h nats.Header) (*signing.Signer, *domain.Rejection)
+}
+
+// Gate reads and checks a signed command C: its signature over the exact body first (auth
+// nil: none is checked), then its content (decode), then whether the signer may send it
+// (authorize). signedBy puts the signer in the command: a nil one clears the self-declared
+// actor of a command refused for its signature or authority, a verified one's configured
+// name replaces it.
+func Gate[C any](msg Message, auth Verifier, decode func([]byte) (C, *domain.Rejection), authorize func(*signing.Signer, C) *domain.Rejection, signedBy func(*C, *signing.Signer)) (C, *domain.Rejection) {
+	var signer *signing.Signer
+	if auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
+		var rej *domain.Rejection
+		if signer, rej = auth.Verify(msg.Data, msg.Header); rej != nil {
+			cmd, _ := decode(msg.Data) // best effort, for the event
+			signedBy(&cmd, nil)
+			return cmd, rej
+		}
+	}
+	cmd, rej := decode(msg.Data)
+	if rej != nil {
+		return cmd, rej
+	}
+	if auth != nil {
+		if rej := authorize(signer, cmd); rej != nil {
+			signedBy(&cmd, nil)
+			return cmd, rej
+		}
+	}
+	if signer != nil {
+		signedBy(&cmd, signer)
+	}
+	return cmd, nil
 }
