@@ -88,14 +88,8 @@ func decide(cur current, cmd policy.Command, d delivery, maxAge time.Duration, a
 		value = b
 	}
 	meta := domain.PolicyMeta{Ledger: l, Prev: cur.Rev, Actor: cmd.Actor, At: at}
-	meta.LastCommandID, meta.LastCommandSeq, meta.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
-	meta.Remember(cmd.ID)
 	issued, _ := cmd.Issued()
-	signedID := ""
-	if cmd.SignerKey != "" {
-		signedID = cmd.ID
-	}
-	meta.RememberSigned(signedID, issued, domain.SignedHorizon(d.StoredAt, maxAge))
+	meta.Applied(cmd.ID, d.Seq, d.StoredAt, cmd.SignerKey != "", issued, maxAge)
 	// The revision comes with the write. A delete of a scope without a policy is applied too:
 	// its id must be remembered like any other.
 	ev := applied(cmd, 0, at, d.Seq)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -31,7 +30,7 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 		}
 		return a.reject(ctx, key, cmd, rej, d)
 	}
-	if done, err := a.answered(ctx, key, cmd.ID, msg); done || err != nil {
+	if done, err := a.outcomes.Answered(ctx, key, cmd.ID, msg); done || err != nil {
 		return err
 	}
 	for range maxConflicts {
@@ -47,10 +46,10 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 			return nil
 		case actRepublish:
 			log.Info("policy command applied before; publishing its outcome again")
-			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
+			return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 		case actDuplicate:
 			a.metrics.command(ctx, domain.OutcomeDuplicate, "")
-			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
+			return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dup", dec.Event)
 		case actReject:
 			return a.rejected(ctx, key, dec.Event)
 		}
@@ -68,38 +67,25 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 		dec.Event.Revision = rev
 		a.metrics.command(ctx, domain.OutcomeApplied, "")
 		log.Info("policy command applied", "scope", cmd.Scope, "policy_action", cmd.Action(), "outcome", domain.OutcomeApplied, "revision", rev)
-		return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
+		return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 	}
 	return fmt.Errorf("policy of %s kept changing: %w", key, errConflict)
 }
 
-// gate reads and checks a policy command: its signature over the exact body first, then its
-// content, then whether the signer may set the scope's policy. A verified signer's configured
-// name replaces the self-declared actor.
+// gate reads and checks a policy command (function.Gate): its signature, its content, then
+// whether the signer may set the scope's policy.
 func (a *Applier) gate(msg function.Message, key, msgID string) (policy.Command, *domain.Rejection) {
-	var signer *signing.Signer
-	if a.auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
-		var rej *domain.Rejection
-		if signer, rej = a.auth.Verify(msg.Data, msg.Header); rej != nil {
-			cmd, _ := policy.DecodeCommand(msg.Data, key, msgID) // best effort, for the event
-			cmd.Actor = ""
-			return cmd, rej
+	decode := func(body []byte) (policy.Command, *domain.Rejection) { return policy.DecodeCommand(body, key, msgID) }
+	authorize := func(s *signing.Signer, cmd policy.Command) *domain.Rejection {
+		return a.auth.AuthorizePolicy(s, cmd.ParsedScope())
+	}
+	signedBy := func(cmd *policy.Command, s *signing.Signer) {
+		cmd.Actor = ""
+		if s != nil {
+			cmd.Actor, cmd.SignerKey = s.Name, s.Key
 		}
 	}
-	cmd, rej := policy.DecodeCommand(msg.Data, key, msgID)
-	if rej != nil {
-		return cmd, rej
-	}
-	if a.auth != nil {
-		if rej := a.auth.AuthorizePolicy(signer, cmd.ParsedScope()); rej != nil {
-			cmd.Actor = ""
-			return cmd, rej
-		}
-	}
-	if signer != nil {
-		cmd.Actor, cmd.SignerKey = signer.Name, signer.Key
-	}
-	return cmd, nil
+	return function.Gate(msg, a.auth, decode, authorize, signedBy)
 }
 
 // load reads the scope's last revision (a delete included), with its header, from the stream
@@ -133,33 +119,14 @@ func (a *Applier) write(ctx context.Context, key string, rev uint64, dec decisio
 	if dec.Delete {
 		m.Header.Set(domain.HeaderKVOperation, domain.KVDelete)
 	}
-	ack, err := a.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	seq, moved, err := function.PublishAt(ctx, a.js, m, rev)
+	if moved {
 		return 0, fmt.Errorf("write policy %s at %d: %w", key, rev, errConflict)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("write policy %s: %w", key, err)
 	}
-	return ack.Sequence, nil
-}
-
-// answered reports whether a redelivered command already has its outcome: the scope's events
-// are published in command order, so if the last one answers this command only the ack was
-// lost.
-func (a *Applier) answered(ctx context.Context, key, id string, msg function.Message) (bool, error) {
-	if msg.Delivered <= 1 {
-		return false, nil
-	}
-	m, err := a.events.GetLastMsgForSubject(ctx, domain.PolicyEventSubject(key))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read last policy outcome: %w", err)
-	}
-	last, err := domain.DecodePolicyEvent(m.Data)
-	return err == nil && last.CommandSeq == msg.Seq && last.CommandID == id, nil
+	return seq, nil
 }
 
 // reject publishes the outcome of a command refused at the gate, unless the scope's revision
@@ -178,7 +145,7 @@ func (a *Applier) reject(ctx context.Context, key string, cmd policy.Command, re
 func (a *Applier) rejected(ctx context.Context, key string, ev domain.PolicyEvent) error {
 	a.metrics.command(ctx, domain.OutcomeRejected, ev.Code)
 	a.log.Warn("policy command rejected", "key", key, "command_id", ev.CommandID, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
-	return a.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
+	return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
 }
 
 // deadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
@@ -195,7 +162,7 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 		dec := decide(cur, cmd, d, a.maxAge, a.now().UTC())
 		switch dec.Action {
 		case actRepublish:
-			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
+			return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 		case actSkip:
 			return nil
 		}
@@ -203,17 +170,5 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 	ev := outcome(cmd, domain.OutcomeDeadLettered, cur.Rev, a.now().UTC(), msg.Seq)
 	ev.Message = reason
 	a.metrics.command(ctx, domain.OutcomeDeadLettered, "")
-	return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", ev)
-}
-
-func (a *Applier) publish(ctx context.Context, key, msgID string, ev domain.PolicyEvent) error {
-	b, err := domain.EncodePolicyEvent(ev)
-	if err != nil {
-		return function.Permanent(err)
-	}
-	out := function.EventMsg(domain.PolicyEventSubject(key), msgID, domain.PolicyOutcomeCEType(ev.Outcome), ev.Scope, ev.At, b)
-	if _, err := a.publisher.PublishMsg(ctx, out); err != nil {
-		return fmt.Errorf("publish policy outcome: %w", err)
-	}
-	return nil
+	return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", ev)
 }

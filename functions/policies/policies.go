@@ -25,8 +25,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -41,25 +39,12 @@ type Authority interface {
 	Requires() bool
 }
 
-// Config configures a replica. Zero fields take the defaults.
-type Config struct {
-	// Auth checks signatures (nil: unsigned policy commands are accepted).
-	Auth Authority
-	// MaxCommandAge is how long after issuedAt a signed command is accepted, by its stored
-	// time (the command function's default).
-	MaxCommandAge time.Duration
-	// MaxDeliver is the delivery budget before a command is dead-lettered.
-	MaxDeliver int
-	Log        *slog.Logger
-	Meters     metric.MeterProvider
-	// Events replaces the outcome publisher (fault injection in tests).
-	Events Publisher
-}
+// Config configures a replica. Zero fields take the defaults; a nil Auth accepts unsigned
+// policy commands.
+type Config = function.ApplierConfig[Authority]
 
 // Publisher publishes outcome events.
-type Publisher interface {
-	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
-}
+type Publisher = function.Publisher
 
 // DefaultMaxCommandAge is the command function's.
 const DefaultMaxCommandAge = 15 * time.Minute
@@ -70,50 +55,37 @@ const concurrency = 8
 // ErrInvalidConfig is wrapped by configuration errors.
 var ErrInvalidConfig = errors.New("invalid policies config")
 
-func (c Config) withDefaults() (Config, error) {
-	if err := cmp.Or(
-		function.NotNegative(ErrInvalidConfig, "MaxCommandAge", c.MaxCommandAge),
-		function.NotNegative(ErrInvalidConfig, "MaxDeliver", c.MaxDeliver),
-	); err != nil {
-		return c, err
-	}
-	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, function.DefaultMaxDeliver)
-	c.Log = cmp.Or(c.Log, slog.Default())
-	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
-	return c, nil
-}
-
 // Applier is one replica of the policies function.
 type Applier struct {
-	js        jetstream.JetStream
-	bucket    jetstream.Stream // the bucket's stream: the scope's last revision, with its header
-	events    jetstream.Stream // the last outcome of a scope
-	publisher Publisher
-	auth      Authority
-	maxAge    time.Duration
-	log       *slog.Logger
-	now       func() time.Time // stamps outcomes; decisions never read it
-	metrics   *metrics
-	cfg       Config
+	js       jetstream.JetStream
+	bucket   jetstream.Stream // the bucket's stream: the scope's last revision, with its header
+	outcomes function.Outcomes[domain.PolicyEvent]
+	auth     Authority
+	maxAge   time.Duration
+	log      *slog.Logger
+	now      func() time.Time // stamps outcomes; decisions never read it
+	metrics  *metrics
+	cfg      Config
 }
 
 // New prepares a replica on the provisioned stream, bucket and consumer.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults(ErrInvalidConfig, DefaultMaxCommandAge)
 	if err != nil {
 		return nil, err
 	}
-	a := &Applier{js: js, publisher: cmp.Or[Publisher](cfg.Events, js), auth: cfg.Auth, maxAge: cfg.MaxCommandAge, log: cfg.Log.With("function", "policies"), now: time.Now, cfg: cfg}
+	a := &Applier{js: js, auth: cfg.Auth, maxAge: cfg.MaxCommandAge, log: cfg.Log.With("function", "policies"), now: time.Now, cfg: cfg}
 	if _, err := stream(ctx, js, domain.PoliciesStream); err != nil {
 		return nil, err
 	}
 	if a.bucket, err = stream(ctx, js, domain.PoliciesBucketStream); err != nil {
 		return nil, err
 	}
-	if a.events, err = stream(ctx, js, domain.EventsStream); err != nil {
+	events, err := stream(ctx, js, domain.EventsStream)
+	if err != nil {
 		return nil, err
 	}
+	a.outcomes = function.NewOutcomes("policy", events, cmp.Or[Publisher](cfg.Events, js), domain.PolicyEventSubject, domain.EncodePolicyEvent, domain.DecodePolicyEvent)
 	if a.metrics, err = newMetrics(cfg.Meters.Meter(scopeName)); err != nil {
 		return nil, err
 	}

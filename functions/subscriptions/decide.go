@@ -114,14 +114,8 @@ func sameScope(scope string, cmd subscription.Command) bool {
 // stored time) or the delete, with the ledger that remembers the command.
 func apply(cur current, cmd subscription.Command, d delivery, maxAge time.Duration, at time.Time) decision {
 	meta := domain.SubscriptionMeta{Ledger: cur.Meta.Ledger, Prev: cur.Rev, Actor: cmd.Actor, At: at}
-	meta.LastCommandID, meta.LastCommandSeq, meta.LastCommandAt = cmd.ID, d.Seq, d.StoredAt
-	meta.Remember(cmd.ID)
 	issued, _ := cmd.Issued()
-	signedID := ""
-	if cmd.SignerKey != "" {
-		signedID = cmd.ID
-	}
-	meta.RememberSigned(signedID, issued, domain.SignedHorizon(d.StoredAt, maxAge))
+	meta.Applied(cmd.ID, d.Seq, d.StoredAt, cmd.SignerKey != "", issued, maxAge)
 	ev := outcome(cmd, domain.OutcomeApplied, 0, at, d.Seq) // the revision comes with the write
 	if cmd.Action == domain.SubscriptionDelete {
 		return decision{Action: actApply, Delete: true, Meta: meta, Event: ev, Why: "applied"}

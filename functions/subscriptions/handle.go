@@ -34,7 +34,7 @@ func (a *Applier) Handle(ctx context.Context, msg function.Message) error {
 		}
 		return a.reject(ctx, key, cmd, rej, d)
 	}
-	if done, err := a.answered(ctx, key, cmd.ID, msg); done || err != nil {
+	if done, err := a.outcomes.Answered(ctx, key, cmd.ID, msg); done || err != nil {
 		return err
 	}
 	for range maxConflicts {
@@ -69,10 +69,10 @@ func (a *Applier) commit(ctx context.Context, key string, cur current, secretRev
 				return err
 			}
 		}
-		return a.publish(ctx, key, msgID, ev)
+		return a.outcomes.Publish(ctx, key, msgID, ev)
 	case actDuplicate:
 		a.count(ctx, domain.OutcomeDuplicate, "")
-		return a.publish(ctx, key, msgID+":dup", ev)
+		return a.outcomes.Publish(ctx, key, msgID+":dup", ev)
 	case actReject:
 		return a.rejected(ctx, key, ev)
 	}
@@ -86,37 +86,26 @@ func (a *Applier) commit(ctx context.Context, key string, cur current, secretRev
 	ev.Revision = rev
 	a.count(ctx, domain.OutcomeApplied, "")
 	log.Info("subscription command applied", "subscription_action", ev.Action, "scope", ev.Scope, "delivery", ev.Delivery, "revision", rev)
-	return a.publish(ctx, key, msgID, ev)
+	return a.outcomes.Publish(ctx, key, msgID, ev)
 }
 
-// gate reads and checks a subscription command: its signature over the exact body first, then
-// its content, then whether the signer may manage the subscriptions of its scope. A verified
-// signer's configured name replaces the self-declared actor.
+// gate reads and checks a subscription command (function.Gate): its signature, its content,
+// then whether the signer may manage the subscriptions of its scope.
 func (a *Applier) gate(msg function.Message, key string) (subscription.Command, *domain.Rejection) {
 	msgID := msg.Header.Get(domain.HeaderMsgID)
-	var signer *signing.Signer
-	if a.auth != nil && len(msg.Data) <= domain.MaxCommandBytes {
-		var rej *domain.Rejection
-		if signer, rej = a.auth.Verify(msg.Data, msg.Header); rej != nil {
-			cmd, _ := subscription.DecodeCommand(msg.Data, key, msgID) // best effort, for the event
-			cmd.Actor = ""
-			return cmd, rej
+	decode := func(body []byte) (subscription.Command, *domain.Rejection) {
+		return subscription.DecodeCommand(body, key, msgID)
+	}
+	authorize := func(s *signing.Signer, cmd subscription.Command) *domain.Rejection {
+		return a.auth.AuthorizeSubscription(s, cmd.ParsedScope())
+	}
+	signedBy := func(cmd *subscription.Command, s *signing.Signer) {
+		cmd.Actor = ""
+		if s != nil {
+			cmd.Actor, cmd.SignerKey = s.Name, s.Key
 		}
 	}
-	cmd, rej := subscription.DecodeCommand(msg.Data, key, msgID)
-	if rej != nil {
-		return cmd, rej
-	}
-	if a.auth != nil {
-		if rej := a.auth.AuthorizeSubscription(signer, cmd.ParsedScope()); rej != nil {
-			cmd.Actor = ""
-			return cmd, rej
-		}
-	}
-	if signer != nil {
-		cmd.Actor, cmd.SignerKey = signer.Name, signer.Key
-	}
-	return cmd, nil
+	return function.Gate(msg, a.auth, decode, authorize, signedBy)
 }
 
 // load reads the name's last revision (a delete included) and its secret's last sequence, each
@@ -194,32 +183,11 @@ func (a *Applier) dropSecret(ctx context.Context, key string, secretRev uint64) 
 // cas publishes m expecting its subject's last sequence to be rev (0: none); a wrong one is
 // errConflict.
 func (a *Applier) cas(ctx context.Context, m *nats.Msg, rev uint64) (uint64, error) {
-	ack, err := a.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	seq, moved, err := function.PublishAt(ctx, a.js, m, rev)
+	if moved {
 		return 0, fmt.Errorf("at %d: %w", rev, errConflict)
 	}
-	if err != nil {
-		return 0, err
-	}
-	return ack.Sequence, nil
-}
-
-// answered reports whether a redelivered command already has its outcome: a name's events are
-// published in command order, so if the last one answers this command only the ack was lost.
-func (a *Applier) answered(ctx context.Context, key, id string, msg function.Message) (bool, error) {
-	if msg.Delivered <= 1 {
-		return false, nil
-	}
-	m, err := a.events.GetLastMsgForSubject(ctx, domain.SubscriptionEventSubject(key))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read last subscription outcome: %w", err)
-	}
-	last, err := domain.DecodeSubscriptionEvent(m.Data)
-	return err == nil && last.CommandSeq == msg.Seq && last.CommandID == id, nil
+	return seq, err
 }
 
 // reject publishes the outcome of a command refused at the gate, unless the name's revision
@@ -238,7 +206,7 @@ func (a *Applier) reject(ctx context.Context, key string, cmd subscription.Comma
 func (a *Applier) rejected(ctx context.Context, key string, ev domain.SubscriptionEvent) error {
 	a.count(ctx, domain.OutcomeRejected, ev.Code)
 	a.log.Warn("subscription command rejected", "key", key, "command_id", ev.CommandID, "outcome", domain.OutcomeRejected, "code", ev.Code, "target", ev.Target, "message", ev.Message)
-	return a.publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
+	return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(ev.CommandID, ev.CommandSeq), ev)
 }
 
 // deadLetter publishes the outcome of a command the runtime gave up on: dead_lettered, unless
@@ -255,7 +223,7 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 		dec := decide(cur, cmd, d, a.maxAge, a.now().UTC())
 		switch dec.Action {
 		case actRepublish:
-			return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
+			return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq), dec.Event)
 		case actSkip:
 			return nil
 		}
@@ -263,19 +231,7 @@ func (a *Applier) deadLetter(ctx context.Context, msg function.Message, reason s
 	ev := outcome(cmd, domain.OutcomeDeadLettered, cur.Rev, a.now().UTC(), msg.Seq)
 	ev.Message = reason
 	a.count(ctx, domain.OutcomeDeadLettered, "")
-	return a.publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", ev)
-}
-
-func (a *Applier) publish(ctx context.Context, key, msgID string, ev domain.SubscriptionEvent) error {
-	b, err := domain.EncodeSubscriptionEvent(ev)
-	if err != nil {
-		return function.Permanent(err)
-	}
-	out := function.EventMsg(domain.SubscriptionEventSubject(key), msgID, domain.SubscriptionOutcomeCEType(ev.Outcome), ev.Scope, ev.At, b)
-	if _, err := a.publisher.PublishMsg(ctx, out); err != nil {
-		return fmt.Errorf("publish subscription outcome: %w", err)
-	}
-	return nil
+	return a.outcomes.Publish(ctx, key, domain.OutcomeMsgID(cmd.ID, msg.Seq)+":dlq", ev)
 }
 
 func (a *Applier) count(ctx context.Context, outcome domain.Outcome, code domain.Code) {

@@ -25,7 +25,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
@@ -41,25 +40,11 @@ type Authority interface {
 }
 
 // Publisher publishes outcome events.
-type Publisher interface {
-	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
-}
+type Publisher = function.Publisher
 
-// Config configures a replica. Zero fields take the defaults.
-type Config struct {
-	// Auth checks signatures (nil: unsigned subscription commands are accepted, and only the
-	// NATS permissions confine who sends them).
-	Auth Authority
-	// MaxCommandAge is how long after issuedAt a signed command is accepted, by its stored
-	// time (the command function's default).
-	MaxCommandAge time.Duration
-	// MaxDeliver is the delivery budget before a command is dead-lettered.
-	MaxDeliver int
-	Log        *slog.Logger
-	Meters     metric.MeterProvider
-	// Events replaces the outcome publisher (fault injection in tests).
-	Events Publisher
-}
+// Config configures a replica. Zero fields take the defaults; a nil Auth accepts unsigned
+// subscription commands, and only the NATS permissions confine who sends them.
+type Config = function.ApplierConfig[Authority]
 
 // DefaultMaxCommandAge is the command function's.
 const DefaultMaxCommandAge = 15 * time.Minute
@@ -70,47 +55,32 @@ const concurrency = 8
 // ErrInvalidConfig is wrapped by configuration errors.
 var ErrInvalidConfig = errors.New("invalid subscriptions config")
 
-func (c Config) withDefaults() (Config, error) {
-	if err := cmp.Or(
-		function.NotNegative(ErrInvalidConfig, "MaxCommandAge", c.MaxCommandAge),
-		function.NotNegative(ErrInvalidConfig, "MaxDeliver", c.MaxDeliver),
-	); err != nil {
-		return c, err
-	}
-	c.MaxCommandAge = cmp.Or(c.MaxCommandAge, DefaultMaxCommandAge)
-	c.MaxDeliver = cmp.Or(c.MaxDeliver, function.DefaultMaxDeliver)
-	c.Log = cmp.Or(c.Log, slog.Default())
-	c.Meters = cmp.Or[metric.MeterProvider](c.Meters, noop.NewMeterProvider())
-	return c, nil
-}
-
 // Applier is one replica of the subscriptions function.
 type Applier struct {
-	js        jetstream.JetStream
-	bucket    jetstream.Stream // the records' stream: a name's last revision, with its header
-	secrets   jetstream.Stream // the secrets' stream
-	events    jetstream.Stream // the last outcome of a name
-	publisher Publisher
-	auth      Authority
-	maxAge    time.Duration
-	log       *slog.Logger
-	now       func() time.Time // stamps outcomes; decisions never read it
-	commands  metric.Int64Counter
-	cfg       Config
+	js       jetstream.JetStream
+	bucket   jetstream.Stream // the records' stream: a name's last revision, with its header
+	secrets  jetstream.Stream // the secrets' stream
+	outcomes function.Outcomes[domain.SubscriptionEvent]
+	auth     Authority
+	maxAge   time.Duration
+	log      *slog.Logger
+	now      func() time.Time // stamps outcomes; decisions never read it
+	commands metric.Int64Counter
+	cfg      Config
 }
 
 // New prepares a replica on the provisioned streams, buckets and consumer.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults(ErrInvalidConfig, DefaultMaxCommandAge)
 	if err != nil {
 		return nil, err
 	}
-	a := &Applier{js: js, publisher: cmp.Or[Publisher](cfg.Events, js), auth: cfg.Auth, maxAge: cfg.MaxCommandAge,
-		log: cfg.Log.With("function", "subscriptions"), now: time.Now, cfg: cfg}
+	a := &Applier{js: js, auth: cfg.Auth, maxAge: cfg.MaxCommandAge, log: cfg.Log.With("function", "subscriptions"), now: time.Now, cfg: cfg}
+	var events jetstream.Stream
 	for _, s := range []struct {
 		name string
 		dst  *jetstream.Stream
-	}{{domain.SubscriptionsStream, nil}, {domain.SubscriptionsBucketStream, &a.bucket}, {domain.SubscriptionSecretsStream, &a.secrets}, {domain.SubscriptionEventsStream, &a.events}} {
+	}{{domain.SubscriptionsStream, nil}, {domain.SubscriptionsBucketStream, &a.bucket}, {domain.SubscriptionSecretsStream, &a.secrets}, {domain.SubscriptionEventsStream, &events}} {
 		st, err := js.Stream(ctx, s.name)
 		if err != nil {
 			return nil, fmt.Errorf("subscriptions function: stream %s: %w (run `maintctl provision`)", s.name, err)
@@ -119,6 +89,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Applier, err
 			*s.dst = st
 		}
 	}
+	a.outcomes = function.NewOutcomes("subscription", events, cmp.Or[Publisher](cfg.Events, js),
+		domain.SubscriptionEventSubject, domain.EncodeSubscriptionEvent, domain.DecodeSubscriptionEvent)
 	if a.commands, err = cfg.Meters.Meter(scopeName).Int64Counter("cluster.maintenance.subscription.commands",
 		metric.WithDescription("Subscription commands handled, by outcome and rejection code."), metric.WithUnit("{command}")); err != nil {
 		return nil, fmt.Errorf("subscriptions metrics: %w", err)

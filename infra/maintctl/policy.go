@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,20 +41,60 @@ those within its scopes.`,
 	return c
 }
 
-// policySendFlags are the flags of the policy commands that send one.
-type policySendFlags struct {
+// sendFlags are the flags of the policy and subscription commands that send one.
+type sendFlags struct {
 	actor, id string
 	timeout   time.Duration
 }
 
-func (a *app) addPolicySendFlags(c *cobra.Command, f *policySendFlags) {
-	actor := a.env("USER")
-	if actor == "" {
-		actor = "maintctl"
-	}
-	c.Flags().StringVar(&f.actor, "actor", actor, "who sends the command, kept in the outcome event and the revision ($USER; a signer's name replaces it)")
-	c.Flags().StringVar(&f.id, "id", "", "policy command id, also sent as Nats-Msg-Id (default: a fresh one)")
+// addSendFlags adds the flags of a command that sends a kind ("policy", "subscription")
+// command, whose actor is kept in its outcome event and in keptIn.
+func (a *app) addSendFlags(c *cobra.Command, f *sendFlags, kind, keptIn string) {
+	actor := cmp.Or(a.env("USER"), "maintctl")
+	c.Flags().StringVar(&f.actor, "actor", actor, "who sends the command, kept in the outcome event and "+keptIn+" ($USER; a signer's name replaces it)")
+	c.Flags().StringVar(&f.id, "id", "", kind+" command id, also sent as Nats-Msg-Id (default: a fresh one)")
 	c.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the outcome")
+}
+
+// sendAwaited sends a policy or subscription command by send, on a connection of its own,
+// and waits for its outcome until f.timeout ends.
+func sendAwaited[R any](ctx context.Context, a *app, f sendFlags, send func(context.Context, *client.Client) (R, error)) (R, error) {
+	var none R
+	if f.timeout <= 0 {
+		return none, fmt.Errorf("--timeout must be positive, got %s", f.timeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	cl, err := a.connect(ctx, f.timeout)
+	if err != nil {
+		return none, err
+	}
+	defer cl.Close()
+	return send(ctx, cl)
+}
+
+// noOutcome is the error of a command that has no outcome: err, or one saying so, with a
+// hint to start the function that applies it (fn) when none came in time.
+func noOutcome(err error, fn string) error {
+	if err == nil {
+		err = errors.New("no outcome")
+	}
+	if errors.Is(err, client.ErrNoOutcome) {
+		return fmt.Errorf("%w. Is a %s function running? try `maintctl up` (or `maintctl function %s`)", err, fn, fn)
+	}
+	return err
+}
+
+// outcomeDetail is what the line of an outcome adds: why the command was rejected, a
+// duplicate or dead-lettered.
+func outcomeDetail(o domain.Outcome, code domain.Code, target, message string) string {
+	switch o {
+	case domain.OutcomeRejected:
+		return ": " + rejectionText(domain.Event{Code: code, Target: target, Message: message})
+	case domain.OutcomeDuplicate, domain.OutcomeDeadLettered:
+		return ": " + message
+	}
+	return ""
 }
 
 // documentFlags build a policy from flags instead of a file.
@@ -65,7 +106,7 @@ type documentFlags struct {
 
 func (a *app) policySetCommand() *cobra.Command {
 	var (
-		f   policySendFlags
+		f   sendFlags
 		doc documentFlags
 	)
 	c := &cobra.Command{
@@ -102,7 +143,7 @@ span of the next 365 days.`,
 	fl.StringArrayVar(&doc.blackouts, "blackout", nil, `a blackout, "YYYY-MM-DD YYYY-MM-DD [REASON]", end exclusive (repeat the flag for more)`)
 	fl.StringVar(&doc.minNotice, "min-notice", "", "the customer's minimum notice (e.g. 336h)")
 	fl.BoolVar(&doc.allowReschedule, "allow-reschedule", false, "the customer may move an announced window")
-	a.addPolicySendFlags(c, &f)
+	a.addSendFlags(c, &f, "policy", "the revision")
 	return c
 }
 
@@ -155,7 +196,7 @@ func (a *app) readFile(name string) ([]byte, error) {
 }
 
 func (a *app) policyDeleteCommand() *cobra.Command {
-	var f policySendFlags
+	var f sendFlags
 	c := &cobra.Command{
 		Use:   "delete [flags] SCOPE",
 		Short: "Delete the policy of a scope (a policy command with \"policy\": null)",
@@ -168,7 +209,7 @@ their stored time.`,
 			return a.sendPolicy(cmd.Context(), policy.Command{ID: f.id, Scope: args[0], Actor: f.actor}, f)
 		},
 	}
-	a.addPolicySendFlags(c, &f)
+	a.addSendFlags(c, &f, "policy", "the revision")
 	return c
 }
 
@@ -192,29 +233,15 @@ type policyResultJSON struct {
 }
 
 // sendPolicy sends a policy command, waits for its outcome and prints it.
-func (a *app) sendPolicy(ctx context.Context, cmd policy.Command, f policySendFlags) error {
-	if f.timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %s", f.timeout)
-	}
+func (a *app) sendPolicy(ctx context.Context, cmd policy.Command, f sendFlags) error {
 	if cmd.ID == "" {
 		cmd.ID = client.NewCommandID("maintctl-policy")
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	cl, err := a.connect(ctx, f.timeout)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := cl.SendPolicy(ctx, cmd)
+	res, err := sendAwaited(ctx, a, f, func(ctx context.Context, cl *client.Client) (*client.PolicyResult, error) {
+		return cl.SendPolicy(ctx, cmd)
+	})
 	if res == nil || res.Event.Outcome == "" {
-		if err == nil {
-			err = errors.New("no outcome")
-		}
-		if errors.Is(err, client.ErrNoOutcome) {
-			return fmt.Errorf("%w. Is a policies function running? try `maintctl up` (or `maintctl function policies`)", err)
-		}
-		return err
+		return noOutcome(err, "policies")
 	}
 	if a.json() {
 		if perr := a.writeJSON(policyResultJSON{Command: res.Command, Seq: res.Seq, Republished: res.Republished, Outcome: res.Event}); perr != nil {
@@ -224,14 +251,10 @@ func (a *app) sendPolicy(ctx context.Context, cmd policy.Command, f policySendFl
 	}
 	ev := res.Event
 	line := fmt.Sprintf("%s %s of the policy of %s", ev.Outcome, ev.Action, ev.Scope)
-	switch ev.Outcome {
-	case domain.OutcomeApplied:
+	if ev.Outcome == domain.OutcomeApplied {
 		line += fmt.Sprintf(" (revision %d)", ev.Revision)
-	case domain.OutcomeRejected:
-		line += ": " + rejectionText(domain.Event{Code: ev.Code, Target: ev.Target, Message: ev.Message})
-	case domain.OutcomeDuplicate, domain.OutcomeDeadLettered:
-		line += ": " + ev.Message
 	}
+	line += outcomeDetail(ev.Outcome, ev.Code, ev.Target, ev.Message)
 	if _, perr := fmt.Fprintf(a.stdout, "%s\npolicy command %s, %s sequence %d\n", line, ev.CommandID, domain.PoliciesStream, res.Seq); perr != nil {
 		return perr
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,7 +68,7 @@ func (f subscriptionFilters) filters() (subscription.Filters, error) {
 
 func (a *app) subscriptionCreateCommand() *cobra.Command {
 	var (
-		f                       policySendFlags
+		f                       sendFlags
 		filters                 subscriptionFilters
 		endpoint, scope, secret string
 	)
@@ -113,16 +112,8 @@ it again (a new secret; deliveries start again from the new creation).`,
 	fl.StringVar(&secret, "secret-file", "", "a file holding the signing secret (whsec_…) instead of a new one")
 	_ = c.MarkFlagRequired("url")
 	_ = c.MarkFlagRequired("scope")
-	a.addSubscriptionSendFlags(c, &f)
+	a.addSendFlags(c, &f, "subscription", "the subscription")
 	return c
-}
-
-// addSubscriptionSendFlags are the flags of the subscription commands that send one.
-func (a *app) addSubscriptionSendFlags(c *cobra.Command, f *policySendFlags) {
-	actor := cmp.Or(a.env("USER"), "maintctl")
-	c.Flags().StringVar(&f.actor, "actor", actor, "who sends the command, kept in the outcome event and the subscription ($USER; a signer's name replaces it)")
-	c.Flags().StringVar(&f.id, "id", "", "subscription command id, also sent as Nats-Msg-Id (default: a fresh one)")
-	c.Flags().DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the outcome")
 }
 
 // subscriptionSecret is the signing secret of a new subscription: read from file, or made
@@ -145,7 +136,7 @@ func (a *app) subscriptionSecret(file string) (secret string, generated bool, er
 
 func (a *app) subscriptionDeleteCommand() *cobra.Command {
 	var (
-		f     policySendFlags
+		f     sendFlags
 		scope string
 	)
 	c := &cobra.Command{
@@ -166,7 +157,7 @@ its secret is dropped. When NAME is used in more than one of your scopes, --scop
 		},
 	}
 	c.Flags().StringVar(&scope, "scope", "", "the subscription's scope, when NAME is used in more than one")
-	a.addSubscriptionSendFlags(c, &f)
+	a.addSendFlags(c, &f, "subscription", "the subscription")
 	return c
 }
 
@@ -231,34 +222,22 @@ type subscriptionResultJSON struct {
 
 // sendSubscription sends a subscription command, waits for its outcome and prints it, with the
 // secret when it made it and the subscription may exist (applied, or no outcome in time).
-func (a *app) sendSubscription(ctx context.Context, cmd subscription.Command, f policySendFlags, generated bool) error {
-	if f.timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %s", f.timeout)
-	}
+func (a *app) sendSubscription(ctx context.Context, cmd subscription.Command, f sendFlags, generated bool) error {
 	if cmd.ID == "" {
 		cmd.ID = client.NewCommandID("maintctl-subscription")
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	cl, err := a.connect(ctx, f.timeout)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := cl.SendSubscription(ctx, cmd)
+	res, err := sendAwaited(ctx, a, f, func(ctx context.Context, cl *client.Client) (*client.SubscriptionResult, error) {
+		return cl.SendSubscription(ctx, cmd)
+	})
 	secret := ""
 	if generated && (err == nil || errors.Is(err, client.ErrNoOutcome)) {
 		secret = cmd.Secret
 	}
 	if res == nil || res.Event.Outcome == "" {
-		if err == nil {
-			err = errors.New("no outcome")
-		}
 		if errors.Is(err, client.ErrNoOutcome) {
 			a.printSecret(secret, "if the command takes effect, this is its secret")
-			return fmt.Errorf("%w. Is a subscriptions function running? try `maintctl up` (or `maintctl function subscriptions`)", err)
 		}
-		return err
+		return noOutcome(err, "subscriptions")
 	}
 	return a.printSubscriptionResult(res, secret, err)
 }
@@ -273,13 +252,8 @@ func (a *app) printSubscriptionResult(res *client.SubscriptionResult, secret str
 		return err
 	}
 	ev := res.Event
-	line := fmt.Sprintf("%s %s of subscription %s (scope %s)", ev.Outcome, ev.Action, ev.Name, ev.Scope)
-	switch ev.Outcome {
-	case domain.OutcomeRejected:
-		line += ": " + rejectionText(domain.Event{Code: ev.Code, Target: ev.Target, Message: ev.Message})
-	case domain.OutcomeDuplicate, domain.OutcomeDeadLettered:
-		line += ": " + ev.Message
-	}
+	line := fmt.Sprintf("%s %s of subscription %s (scope %s)", ev.Outcome, ev.Action, ev.Name, ev.Scope) +
+		outcomeDetail(ev.Outcome, ev.Code, ev.Target, ev.Message)
 	if _, perr := fmt.Fprintf(a.stdout, "%s\nsubscription command %s, %s sequence %d\n", line, ev.CommandID, domain.SubscriptionsStream, res.Seq); perr != nil {
 		return perr
 	}

@@ -191,14 +191,22 @@ func policiesFunction() Function {
 // policiesConsumers is the policies function's one consumer: pinned to one replica at a time,
 // scopes in stream order, as a command partition.
 func policiesConsumers(t Topology) []Consumer {
-	return []Consumer{{Stream: domain.PoliciesStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:        domain.PoliciesConsumer,
-		Description:    "policies function: policy commands, by scope in stream order",
-		FilterSubject:  domain.PolicyPrefix + "*",
+	return pinnedCommandConsumer(t, domain.PoliciesStream, domain.PoliciesConsumer, domain.PoliciesPriorityGroup,
+		domain.PolicyPrefix+"*", "policies function: policy commands, by scope in stream order")
+}
+
+// pinnedCommandConsumer is the one consumer of a function that applies commands to a bucket
+// (policies, subscriptions): pinned to one replica at a time so that each key's commands are
+// applied in stream order, as a command partition's.
+func pinnedCommandConsumer(t Topology, stream, durable, group, filter, description string) []Consumer {
+	return []Consumer{{Stream: stream, ConsumerConfig: jetstream.ConsumerConfig{
+		Durable:        durable,
+		Description:    description,
+		FilterSubject:  filter,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{domain.PoliciesPriorityGroup},
+		PriorityGroups: []string{group},
 		PinnedTTL:      domain.PinnedTTL(t.AckWait),
 		MaxAckPending:  t.InFlight,
 		AckWait:        t.AckWait,
@@ -208,15 +216,22 @@ func policiesConsumers(t Topology) []Consumer {
 }
 
 func policiesFlags(fs *pflag.FlagSet) Instance {
-	var cfg policies.Config
+	return applierFlags(fs, func(w *signing.Watched) policies.Authority { return w }, policies.Run)
+}
+
+// applierFlags are the flags of a function that applies signed commands to a bucket (policies,
+// subscriptions), and how it runs with them. asAuth gives the signers as the function's
+// Authority, only when there are some: without, Auth stays a nil interface.
+func applierFlags[A any](fs *pflag.FlagSet, asAuth func(*signing.Watched) A, run func(context.Context, jetstream.JetStream, function.ApplierConfig[A]) error) Instance {
+	var cfg function.ApplierConfig[A]
 	authority := signingFlags(fs, &cfg.MaxCommandAge)
 	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
 		c := cfg
 		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
 		if auth != nil {
-			c.Auth = auth
+			c.Auth = asAuth(auth)
 		}
-		return policies.Run(ctx, env.JS, c)
+		return run(ctx, env.JS, c)
 	})
 }
 

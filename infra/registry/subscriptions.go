@@ -1,9 +1,6 @@
 package registry
 
 import (
-	"context"
-
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
 	"maintsignals/functions/subscriptions"
@@ -38,31 +35,10 @@ func subscriptionsFunction() Function {
 // subscriptionsConsumers is the subscriptions function's one consumer: pinned to one replica
 // at a time, names in stream order, as the policies function's.
 func subscriptionsConsumers(t Topology) []Consumer {
-	return []Consumer{{Stream: domain.SubscriptionsStream, ConsumerConfig: jetstream.ConsumerConfig{
-		Durable:        domain.SubscriptionsConsumer,
-		Description:    "subscriptions function: subscription commands, by located name in stream order",
-		FilterSubject:  domain.SubscriptionCommandPrefix + ">",
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{domain.SubscriptionsPriorityGroup},
-		PinnedTTL:      domain.PinnedTTL(t.AckWait),
-		MaxAckPending:  t.InFlight,
-		AckWait:        t.AckWait,
-		MaxDeliver:     -1, // the runtime dead-letters at its budget, as for commands
-		Replicas:       t.Replicas,
-	}}}
+	return pinnedCommandConsumer(t, domain.SubscriptionsStream, domain.SubscriptionsConsumer, domain.SubscriptionsPriorityGroup,
+		domain.SubscriptionCommandPrefix+">", "subscriptions function: subscription commands, by located name in stream order")
 }
 
 func subscriptionsFlags(fs *pflag.FlagSet) Instance {
-	var cfg subscriptions.Config
-	authority := signingFlags(fs, &cfg.MaxCommandAge)
-	return authority.instance(func(ctx context.Context, env Env, auth *signing.Watched) error {
-		c := cfg
-		c.Log, c.Meters = env.Log, env.Tel.MeterProvider()
-		if auth != nil {
-			c.Auth = auth
-		}
-		return subscriptions.Run(ctx, env.JS, c)
-	})
+	return applierFlags(fs, func(w *signing.Watched) subscriptions.Authority { return w }, subscriptions.Run)
 }

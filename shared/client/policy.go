@@ -13,7 +13,6 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/fleet"
-	"maintsignals/shared/natsconn"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
@@ -26,15 +25,8 @@ type Policy struct {
 	Policy *policy.Policy
 }
 
-// PolicyResult is what became of a sent policy command.
-type PolicyResult struct {
-	Command policy.Command
-	// Seq is the command's sequence in MAINT_POLICIES; Republished: the stream already held
-	// this id (published again inside the duplicate window).
-	Seq         uint64
-	Republished bool
-	Event       domain.PolicyEvent
-}
+// PolicyResult is what became of a sent policy command (Seq in MAINT_POLICIES).
+type PolicyResult = CommandResult[policy.Command, domain.PolicyEvent]
 
 // PolicyOutcomeError is returned with the result when a policy command was rejected or
 // dead-lettered.
@@ -54,48 +46,21 @@ func (c *Client) SendPolicy(ctx context.Context, cmd policy.Command) (*PolicyRes
 	if err != nil {
 		return nil, err
 	}
-	var res *PolicyResult
-	err = c.publishAwaiting(ctx, awaitedCommand(cmd.ID, domain.PolicyEventSubject(key)), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
-		res = &PolicyResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
-		return c.awaitPolicyOutcome(ctx, sub, res, key)
+	return sendAwaiting(ctx, c, cmd, msg, domain.PolicyEventSubject(key), awaitedOutcome[domain.PolicyEvent]{
+		id:     cmd.ID,
+		decode: domain.DecodePolicyEvent,
+		idOf:   func(ev domain.PolicyEvent) string { return ev.CommandID },
+		last:   func(ctx context.Context) (domain.PolicyEvent, bool) { return c.lastPolicyEvent(ctx, key) },
+		late: func(seq uint64) error {
+			return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
+				ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, seq)
+		},
+	}, func(ev domain.PolicyEvent) error {
+		if Failed(ev.Outcome) {
+			return &PolicyOutcomeError{Event: ev}
+		}
+		return nil
 	})
-	if errors.As(err, new(*natsconn.PermissionError)) {
-		return nil, err
-	}
-	return res, err
-}
-
-// awaitPolicyOutcome waits on sub for the outcome of the policy command of res, and puts it
-// in res.
-func (c *Client) awaitPolicyOutcome(ctx context.Context, sub *nats.Subscription, res *PolicyResult, key string) error {
-	cmd := res.Command
-	if res.Republished {
-		// Its outcome may be out already: the last of the scope, if it is this command's.
-		if ev, ok := c.lastPolicyEvent(ctx, key); ok && ev.CommandID == cmd.ID {
-			return policyOutcome(res, ev)
-		}
-	}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w for policy command %s on %s: it is stored in %s (sequence %d) and takes effect when a policies function runs",
-					ErrNoOutcome, cmd.ID, cmd.Scope, domain.PoliciesStream, res.Seq)
-			}
-			return fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
-		}
-		if ev, err := domain.DecodePolicyEvent(m.Data); err == nil && ev.CommandID == cmd.ID {
-			return policyOutcome(res, ev)
-		}
-	}
-}
-
-func policyOutcome(res *PolicyResult, ev domain.PolicyEvent) error {
-	res.Event = ev
-	if Failed(ev.Outcome) {
-		return &PolicyOutcomeError{Event: ev}
-	}
-	return nil
 }
 
 func (c *Client) lastPolicyEvent(ctx context.Context, key string) (domain.PolicyEvent, bool) {

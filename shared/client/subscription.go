@@ -3,30 +3,21 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
-	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/subscription"
 )
 
-// SubscriptionResult is what became of a sent subscription command.
-type SubscriptionResult struct {
-	Command subscription.Command
-	// Seq is the command's sequence in MAINT_SUBSCRIPTIONS; Republished: the stream already
-	// held this id (published again inside the duplicate window).
-	Seq         uint64
-	Republished bool
-	Event       domain.SubscriptionEvent
-}
+// SubscriptionResult is what became of a sent subscription command (Seq in
+// MAINT_SUBSCRIPTIONS).
+type SubscriptionResult = CommandResult[subscription.Command, domain.SubscriptionEvent]
 
 // SubscriptionOutcomeError is returned with the result when a subscription command was
 // rejected or dead-lettered.
@@ -60,47 +51,21 @@ func (c *Client) SendSubscription(ctx context.Context, cmd subscription.Command)
 	if err != nil {
 		return nil, err
 	}
-	var res *SubscriptionResult
-	err = c.publishAwaiting(ctx, awaitedCommand(cmd.ID, domain.SubscriptionEventSubject(key)), msg, func(ctx context.Context, sub *nats.Subscription, ack *jetstream.PubAck) error {
-		res = &SubscriptionResult{Command: cmd, Seq: ack.Sequence, Republished: ack.Duplicate}
-		return c.awaitSubscriptionOutcome(ctx, sub, res, key)
+	return sendAwaiting(ctx, c, cmd, msg, domain.SubscriptionEventSubject(key), awaitedOutcome[domain.SubscriptionEvent]{
+		id:     cmd.ID,
+		decode: domain.DecodeSubscriptionEvent,
+		idOf:   func(ev domain.SubscriptionEvent) string { return ev.CommandID },
+		last:   func(ctx context.Context) (domain.SubscriptionEvent, bool) { return c.lastSubscriptionEvent(ctx, key) },
+		late: func(seq uint64) error {
+			return fmt.Errorf("%w for subscription command %s (%s %s): it is stored in %s (sequence %d) and takes effect when a subscriptions function runs",
+				ErrNoOutcome, cmd.ID, cmd.Action, cmd.Name, domain.SubscriptionsStream, seq)
+		},
+	}, func(ev domain.SubscriptionEvent) error {
+		if Failed(ev.Outcome) {
+			return &SubscriptionOutcomeError{Event: ev}
+		}
+		return nil
 	})
-	if errors.As(err, new(*natsconn.PermissionError)) {
-		return nil, err
-	}
-	return res, err
-}
-
-// awaitSubscriptionOutcome waits on sub for the outcome of the command of res.
-func (c *Client) awaitSubscriptionOutcome(ctx context.Context, sub *nats.Subscription, res *SubscriptionResult, key string) error {
-	cmd := res.Command
-	if res.Republished {
-		// Its outcome may be out already: the last of the name, if it is this command's.
-		if ev, ok := c.lastSubscriptionEvent(ctx, key); ok && ev.CommandID == cmd.ID {
-			return subscriptionOutcome(res, ev)
-		}
-	}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w for subscription command %s (%s %s): it is stored in %s (sequence %d) and takes effect when a subscriptions function runs",
-					ErrNoOutcome, cmd.ID, cmd.Action, cmd.Name, domain.SubscriptionsStream, res.Seq)
-			}
-			return fmt.Errorf("wait for outcome of %s: %w", cmd.ID, err)
-		}
-		if ev, err := domain.DecodeSubscriptionEvent(m.Data); err == nil && ev.CommandID == cmd.ID {
-			return subscriptionOutcome(res, ev)
-		}
-	}
-}
-
-func subscriptionOutcome(res *SubscriptionResult, ev domain.SubscriptionEvent) error {
-	res.Event = ev
-	if Failed(ev.Outcome) {
-		return &SubscriptionOutcomeError{Event: ev}
-	}
-	return nil
 }
 
 // lastSubscriptionEvent reads the last outcome of the located name key, by an ordered consumer

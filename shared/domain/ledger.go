@@ -126,3 +126,16 @@ func CheckSigned(issuedAt string, storedAt time.Time, maxAge time.Duration, forg
 func unauthorized(format string, args ...any) *Rejection {
 	return &Rejection{Code: CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
 }
+
+// Applied records the command applied at seq of its stream, stored at storedAt, as the last:
+// its id remembered and, when signed, remembered with its issuedAt until no command issued
+// then is accepted (maxAge after storedAt).
+func (l *Ledger) Applied(id string, seq uint64, storedAt time.Time, signed bool, issued time.Time, maxAge time.Duration) {
+	l.LastCommandID, l.LastCommandSeq, l.LastCommandAt = id, seq, storedAt
+	l.Remember(id)
+	signedID := ""
+	if signed {
+		signedID = id
+	}
+	l.RememberSigned(signedID, issued, SignedHorizon(storedAt, maxAge))
+}

@@ -82,3 +82,11 @@ func DecodePolicyMeta(s string) (PolicyMeta, error) {
 	}
 	return m, nil
 }
+
+// Answers is the command the event answers: its id and its sequence in MAINT_POLICIES.
+func (e PolicyEvent) Answers() (id string, seq uint64) { return e.CommandID, e.CommandSeq }
+
+// CloudEvent is the event's CloudEvents type and source, and its time.
+func (e PolicyEvent) CloudEvent() (ceType, source string, at time.Time) {
+	return PolicyOutcomeCEType(e.Outcome), e.Scope, e.At
+}

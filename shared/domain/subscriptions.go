@@ -173,3 +173,11 @@ func DecodeSubscriptionMeta(s string) (SubscriptionMeta, error) {
 	}
 	return decodeJSON[SubscriptionMeta]("subscription meta", []byte(s))
 }
+
+// Answers is the command the event answers: its id and its sequence in MAINT_SUBSCRIPTIONS.
+func (e SubscriptionEvent) Answers() (id string, seq uint64) { return e.CommandID, e.CommandSeq }
+
+// CloudEvent is the event's CloudEvents type and source, and its time.
+func (e SubscriptionEvent) CloudEvent() (ceType, source string, at time.Time) {
+	return SubscriptionOutcomeCEType(e.Outcome), e.Scope, e.At
+}
