@@ -399,13 +399,10 @@ func TestUp_CustomerConfinedToItsTenant(t *testing.T) {
 		t.Errorf("watch --since as the customer:\n%s", out)
 	}
 	c.ok("notices")
-	start := time.Now()
+	// runFast's short deadline: a refusal, not a timeout.
 	r := c.runFast("get", id(theirs, "b1"))
 	if r.code() != 1 || r.err == nil || !strings.Contains(r.err.Error(), "not permitted") {
 		t.Errorf("get of another tenant's entity: exit %d, %v; want exit 1, not permitted", r.code(), r.err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("refused after %s, want at once", d)
 	}
 	// Without its scope, the server still decides: its own entity reads, another's is refused
 	// (the server's permission violation, at once), and so is the whole fleet's list.
