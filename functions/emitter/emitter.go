@@ -222,7 +222,7 @@ func (e *Emitter) run(ctx context.Context, at time.Time, shards []domain.Shard) 
 	for _, res := range out {
 		e.health.record(ctx, res, outcomeOf(res))
 	}
-	e.compact(context.WithoutCancel(ctx), r.cells)
+	e.compact(context.WithoutCancel(ctx), r.stats.Crowded)
 	return out
 }
 
@@ -230,8 +230,9 @@ func (e *Emitter) run(ctx context.Context, at time.Time, shards []domain.Shard) 
 // more than the commands of a tick at the rate the command function takes them.
 const compactLimit = 10_000
 
-// compact keeps the interior deletes of the run's cells below their records, after the run
-// (the next tick's sweep is not held up by it). A failure is logged: the next run tries again.
+// compact keeps the interior deletes of the run's cells below their records (it is given
+// those the sweep found crowded), after the run. A failure is logged: the next run tries
+// again.
 func (e *Emitter) compact(ctx context.Context, cells []domain.Cell) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ExportTimeout)
 	defer cancel()

@@ -23,6 +23,9 @@ type SweepStats struct {
 	// Total is the messages of the bucket's stream when the sweep started (current records
 	// and the markers of deleted keys); Read, how many of them the sweep read, of every key.
 	Total, Read int
+	// Crowded are the cells that held more interior deletes than records when the sweep
+	// started: those Compact has work in.
+	Crowded []domain.Cell
 }
 
 // Position is where a sweep meets a record: its cell and its sequence in the cell's bucket,
@@ -58,8 +61,12 @@ func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, kee
 	if err != nil {
 		return st, err
 	}
-	for _, info := range infos {
-		st.Total += int(info.State.Msgs)
+	for _, c := range cells {
+		state := infos[c].State
+		st.Total += int(state.Msgs)
+		if state.Msgs > 0 && state.LastSeq-state.FirstSeq+1-state.Msgs > state.Msgs {
+			st.Crowded = append(st.Crowded, c)
+		}
 	}
 	sw := &sweep{s: s, keep: keep, fn: fn, stats: &st, infos: infos}
 	read := func(c domain.Cell, lo, hi uint64) error { return sw.readPart(ctx, c, lo, hi) }
@@ -85,7 +92,14 @@ func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, kee
 	// Records written since the start: those of keys already read were read as they were
 	// then; the others' earlier revisions were replaced before the sweep reached them.
 	slices.Sort(sw.seen)
+	now, err := s.cellInfos(ctx, cells)
+	if err != nil {
+		return st, err
+	}
 	for _, c := range cells {
+		if now[c].State.LastSeq == infos[c].State.LastSeq {
+			continue // nothing written since: no consumer to make
+		}
 		if err := sw.read(ctx, c, infos[c].State.LastSeq+1, func(uint64) bool { return true }, true); err != nil {
 			return st, err
 		}
