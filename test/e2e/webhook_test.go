@@ -37,8 +37,9 @@ func TestWebhooks_EnabledOnHistoryDeliverOnlyNewEvents(t *testing.T) {
 	onlyNew(t, up.URL, hooks, "crm", "/webhooks/e2e/new-1")
 	up.stop()
 
-	// Webhooks off (the feed removed, to stop paying its writes), then on again.
-	up = startUp(t, port, data, "--sync-always=false")
+	// Webhooks off (no webhook function, and the feed removed, to stop paying its writes),
+	// then on again.
+	up = startUp(t, port, data, "--sync-always=false", "--self-service=false")
 	if err := connectJS(t, up.URL).DeleteStream(context.Background(), domain.WebhookStream); err != nil {
 		t.Fatal(err)
 	}
