@@ -2,12 +2,13 @@ package campaign
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"maintsignals/shared/store"
 )
 
 // pipeline publishes messages with many in flight at once, never one round trip after
@@ -78,7 +79,4 @@ func (p *pipeline) wait(ctx context.Context) error {
 }
 
 // isConflict reports a write refused because the subject moved on (a compare-and-swap).
-func isConflict(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
+func isConflict(err error) bool { return store.WrongLastSequence(err) }

@@ -417,8 +417,7 @@ func (n *Notifier) publish(ctx context.Context, subject string, nt domain.Notice
 	msg := function.EventMsg(subject, nt.NoticeID, domain.NoticeCEType(string(nt.Kind)), nt.ResourceID, nt.At, body)
 	setMemo(msg.Header, nt, m)
 	ack, err := n.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	if store.WrongLastSequence(err) {
 		n.log.Debug("another replica stored a notice of the entity first; reading again", "subject", subject, "notice", nt.NoticeID)
 		return 0, true, nil
 	}

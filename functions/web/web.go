@@ -189,7 +189,7 @@ func (v *View) makeFollowers() []*follower {
 	var cells []*follower
 	for _, c := range domain.AllCells() {
 		records := f(c.RecordsBucket())
-		records.key = domain.KeyOfLocated
+		records.key = domain.KeyFromSubject
 		records.reset = func() {
 			v.setLoaded(false)
 			v.fleet.resetWhere(func(key string) bool { return domain.CellOf(key) == c })

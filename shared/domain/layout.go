@@ -157,10 +157,6 @@ func Located(key string) string {
 	return t.Subscription + "." + t.Group + "." + key
 }
 
-// KeyOfLocated is the entity key of a located key or of any subject that ends with one: its
-// last token.
-func KeyOfLocated(s string) string { return KeyFromSubject(s) }
-
 // RecordSubject is the subject of an entity's record in its cell's bucket.
 func RecordSubject(key string) string {
 	return "$KV." + CellOf(key).RecordsBucket() + "." + Located(key)

@@ -32,7 +32,7 @@ func TestLocated_EndsWithTheKeyAsOneToken(t *testing.T) {
 	if got, want := domain.Located(key), "s1.rg1."+key; got != want {
 		t.Fatalf("Located = %q, want %q", got, want)
 	}
-	if got := domain.KeyOfLocated(domain.EventSubject(key)); got != key {
+	if got := domain.KeyFromSubject(domain.EventSubject(key)); got != key {
 		t.Fatalf("key of the event subject = %q, want %q", got, key)
 	}
 	c := domain.CellOf(key)

@@ -15,6 +15,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // The functions that apply signed commands to a bucket's keys exactly once (policies,
@@ -124,8 +125,7 @@ func (o Outcomes[E]) Answered(ctx context.Context, key, id string, msg Message) 
 // (the subject moved past rev), with the server's error.
 func PublishAt(ctx context.Context, js Publisher, m *nats.Msg, rev uint64) (seq uint64, moved bool, err error) {
 	ack, err := js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	if store.WrongLastSequence(err) {
 		return 0, true, err
 	}
 	if err != nil {

@@ -84,8 +84,7 @@ func (s *Store) rewrite(ctx context.Context, msg jetstream.Msg, seq uint64) (boo
 		opts = append(opts, jetstream.WithMsgTTL(left.Truncate(time.Second)))
 	}
 	_, err := s.js.Publish(ctx, msg.Subject(), msg.Data(), opts...)
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	if WrongLastSequence(err) {
 		return false, nil
 	}
 	return err == nil, err

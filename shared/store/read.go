@@ -157,11 +157,8 @@ type RawMsg struct {
 // subject in its request subject ($JS.API.DIRECT.GET.<stream>.<subject>): the form a
 // permission can confine to a tenant's subjects, and one that needs no stream info first.
 func LastMsg(ctx context.Context, js jetstream.JetStream, stream, subject string) (*RawMsg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cmp.Or(js.Options().DefaultTimeout, 5*time.Second))
-		defer cancel()
-	}
+	ctx, cancel := withAPITimeout(ctx, js)
+	defer cancel()
 	m, err := js.Conn().RequestWithContext(ctx, APIPrefix(js)+"DIRECT.GET."+stream+"."+subject, nil)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, fmt.Errorf("direct get from %s: %w (run `maintctl provision`)", stream, jetstream.ErrStreamNotFound)
@@ -200,11 +197,8 @@ func APIPrefix(js jetstream.JetStream) string {
 // behind the last write, as a direct get from a follower can be. It names the subject in its
 // body only, so a user confined to a tenant may not send it.
 func LeaderMsg(ctx context.Context, js jetstream.JetStream, stream, subject string) (*RawMsg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cmp.Or(js.Options().DefaultTimeout, 5*time.Second))
-		defer cancel()
-	}
+	ctx, cancel := withAPITimeout(ctx, js)
+	defer cancel()
 	req, _ := json.Marshal(map[string]string{"last_by_subj": subject})
 	m, err := js.Conn().RequestWithContext(ctx, APIPrefix(js)+"STREAM.MSG.GET."+stream, req)
 	if errors.Is(err, nats.ErrNoResponders) {
@@ -247,4 +241,21 @@ func LeaderMsg(ctx context.Context, js jetstream.JetStream, stream, subject stri
 		}
 	}
 	return raw, nil
+}
+
+// withAPITimeout bounds a request of ours to the JetStream API as the client's own are: by
+// ctx's deadline, or else the client's default timeout.
+func withAPITimeout(ctx context.Context, js jetstream.JetStream) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, cmp.Or(js.Options().DefaultTimeout, 5*time.Second))
+}
+
+// WrongLastSequence reports whether a publish was refused because the subject's last sequence
+// was not the one expected: another write came first.
+func WrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }

@@ -177,8 +177,7 @@ func (s *Store) Put(ctx context.Context, key string, prev Versioned, next domain
 func (s *Store) putTombstone(ctx context.Context, key string, rev uint64, b []byte) (uint64, error) {
 	ack, err := s.js.Publish(ctx, domain.RecordSubject(key), b,
 		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(s.forgetAfter))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	if WrongLastSequence(err) {
 		return 0, fmt.Errorf("put %s: %w", key, ErrConflict)
 	}
 	if err != nil {
@@ -226,7 +225,7 @@ func (s *Store) Scan(ctx context.Context, fn func(Entry, error) error, scopes ..
 				if Deleted(msg) {
 					return nil
 				}
-				e := Entry{Key: domain.KeyOfLocated(msg.Subject()), Revision: seq}
+				e := Entry{Key: domain.KeyFromSubject(msg.Subject()), Revision: seq}
 				if md, err := msg.Metadata(); err == nil {
 					e.Stored = md.Timestamp
 				}

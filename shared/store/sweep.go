@@ -257,7 +257,7 @@ func (sw *sweep) deliver(c domain.Cell, msg jetstream.Msg, md *jetstream.MsgMeta
 	if Deleted(msg) {
 		return nil
 	}
-	key := domain.KeyOfLocated(msg.Subject())
+	key := domain.KeyFromSubject(msg.Subject())
 	h := domain.KeyHash(key)
 	if sw.keep != nil && !sw.keep(key, h) {
 		return nil
