@@ -57,6 +57,7 @@ func main() {
 	flag.BoolVar(&signedOnly, "signed-only", false, "only the command throughput unsigned and signed: unsynced, durable R1 and R3")
 	flag.BoolVar(&campaignsOnly, "campaigns-only", false, "only the campaign figures (announcements, create to the last applied, dry run)")
 	flag.BoolVar(&webOnly, "web-only", false, "only the web view's figures: the fleet page at a million entities (-quick: 2000) against 50 direct KV reads")
+	flag.BoolVar(&durableOnly, "durable-only", false, "only the durable R3 command figures: throughput and latency (profile them with -cpuprofile)")
 	flag.BoolVar(&policyOnly, "policy-only", false, "only the command throughput with a customer's policy in force and without")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
@@ -102,6 +103,13 @@ func main() {
 		runner = benchWebOnly
 	case policyOnly:
 		runner = benchPolicyOnly
+	case durableOnly:
+		runner = func(ctx context.Context, s sizes, out io.Writer) error {
+			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			r3, err := benchDurable(ctx, s, 3, false, sender{}, out)
+			fmt.Fprintf(out, "ratio durable_command_r3 %.2f\nms durable_p99_r3 %.1f\n", r3.ratio(), ms(r3.p99))
+			return err
+		}
 	}
 	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -370,6 +378,7 @@ var (
 	campaignsOnly bool
 	webOnly       bool
 	policyOnly    bool
+	durableOnly   bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
