@@ -89,7 +89,7 @@ func stored(t *testing.T, js jetstream.JetStream, scope string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), domain.MustKey(scope))
+	e, err := kv.Get(context.Background(), domain.PolicyKey(domain.MustKey(scope)))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return ""
 	}
@@ -247,7 +247,7 @@ func TestPolicies_DeadLetterAndReplay(t *testing.T) {
 		t.Fatalf("dead letters %+v, %v", letters, err)
 	}
 	kv, _ := env.JS.KeyValue(context.Background(), domain.PoliciesBucket)
-	if err := kv.Delete(context.Background(), domain.MustKey(rg)); err != nil {
+	if err := kv.Delete(context.Background(), domain.PolicyKey(domain.MustKey(rg))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := dlq.Replay(context.Background(), env.JS, letters[0].Seq); err != nil {

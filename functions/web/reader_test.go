@@ -77,7 +77,7 @@ func TestView_TheReaderRoleSuffices(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, live, "change", 2*time.Second)
-	if _, err := pols.Put(ctx, "subscriptions/s1", []byte(`{"scope":"/subscriptions/s1"}`)); err != nil {
+	if _, err := pols.Put(ctx, domain.PolicyKey("subscriptions/s1"), []byte(`{"scope":"/subscriptions/s1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	spec, rej := campaignspec.ParseSpec([]byte(campaignSpec))

@@ -205,6 +205,7 @@ func (v *View) makeFollowers() []*follower {
 	}
 
 	policies := f(bucketPolicies)
+	policies.key = domain.KeyFromSubject
 	policies.reset = func() { v.fleet.clearPolicies() }
 	policies.apply = v.applyPolicies
 	policies.caughtUp = v.report

@@ -159,7 +159,7 @@ func TestEntityPage_ShowsThePolicyInForceAndTheFleetItsConflicts(t *testing.T) {
 	}
 	scope := "/subscriptions/s1"
 	doc := `{"scope":"` + scope + `","timeZone":"UTC","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}],"minNotice":"72h"}`
-	if _, err := kv.Put(ctx, domain.MustKey(scope), []byte(doc)); err != nil {
+	if _, err := kv.Put(ctx, domain.PolicyKey(domain.MustKey(scope)), []byte(doc)); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "the conflict counted", func() bool { return s.fleet(t, "").Conflicts == 1 })
@@ -169,7 +169,7 @@ func TestEntityPage_ShowsThePolicyInForceAndTheFleetItsConflicts(t *testing.T) {
 	if pv == nil || pv.Scope != scope || pv.Level != "subscription" || pv.Document.MinNotice != "72h" || pv.WindowAllowed == nil || *pv.WindowAllowed || pv.Why == "" || len(pv.Next) == 0 {
 		t.Fatalf("policy: %+v", pv)
 	}
-	if err := kv.Delete(ctx, domain.MustKey(scope)); err != nil {
+	if err := kv.Delete(ctx, domain.PolicyKey(domain.MustKey(scope))); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 5*time.Second, "the conflict gone with its policy", func() bool { return s.fleet(t, "").Conflicts == 0 })

@@ -92,6 +92,11 @@ func TestCampaignCLI(t *testing.T) {
 		t.Fatalf("status JSON: %v %+v", err, r)
 	}
 	mustContain(t, "the status", c.ok("campaign", "status", "c1"), "c1: active, generation 1", "40: 0 done")
+	// The command function applies the announcements in a moment: then the record names its
+	// campaign, and get shows its phase there.
+	testenv.Eventually(t, 30*time.Second, "an entity's record shows its campaign phase", func() bool {
+		return strings.Contains(c.ok("get", ids[0]), "c1, generation 1: announced")
+	})
 	mustContain(t, "the list", c.ok("campaign", "list"), "c1", "active")
 	mustContain(t, "the pause", c.ok("campaign", "pause", "c1"), "applied pause: campaign c1 is paused")
 	mustContain(t, "the resume", c.ok("campaign", "resume", "c1"), "applied resume: campaign c1 is active")

@@ -56,7 +56,29 @@ func (a *app) stuckAfterFlag(c *cobra.Command) {
 }
 
 // printRecord prints one record for people.
-func (a *app) printRecord(e client.Entity) error {
+// campaignPhase is the "campaign" row of an entity a campaign holds: the campaign, and the
+// entity's phase in it when it can be read (a customer reads its own entities' phases).
+func (a *app) campaignPhase(ctx context.Context, cl *client.Client, e client.Entity) string {
+	ref := e.Record.Campaign
+	if ref == nil || !e.Exists() {
+		return ""
+	}
+	row := fmt.Sprintf("%s, generation %d", ref.ID, ref.Generation)
+	ph, ok, err := cl.CampaignPhase(ctx, e.Record.ResourceID, ref.ID)
+	switch {
+	case err != nil:
+		a.log.Debug("the entity's campaign phase cannot be read", "campaign", ref.ID, "error", err)
+	case ok:
+		row += ": " + string(ph.Phase)
+		if ph.Reason != "" {
+			row += " (" + ph.Reason + ")"
+		}
+	}
+	return row
+}
+
+// printRecord prints an entity's record; campaign, when set, is its campaign row.
+func (a *app) printRecord(e client.Entity, campaign string) error {
 	r := e.Record
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -87,6 +109,9 @@ func (a *app) printRecord(e client.Entity) error {
 		row("window", fmtTime(r.Window.Start)+" → "+fmtTime(r.Window.End))
 	}
 	row("reason", dash(r.Reason))
+	if campaign != "" {
+		row("campaign", campaign)
+	}
 	row("updated", fmt.Sprintf("%s by command %s (revision %d)", fmtTime(r.UpdatedAt), dash(r.LastCommandID), e.Revision))
 	return tw.Flush()
 }
@@ -132,7 +157,7 @@ entity never seen is in state None.`,
 				}
 				return a.writeJSON(rec)
 			}
-			return a.printRecord(e)
+			return a.printRecord(e, a.campaignPhase(ctx, cl, e))
 		},
 	}
 	a.stuckAfterFlag(c)

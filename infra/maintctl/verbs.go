@@ -341,7 +341,7 @@ func (a *app) printResult(ctx context.Context, cl *client.Client, res *client.Re
 	if _, err := fmt.Fprintf(a.stdout, "%s\ncommand %s, %s sequence %d\n\n", line, ev.CommandID, domain.CommandsStream, res.Seq); err != nil {
 		return err
 	}
-	return a.printRecord(res.Entity)
+	return a.printRecord(res.Entity, "")
 }
 
 func rejectionText(ev domain.Event) string {

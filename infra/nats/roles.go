@@ -334,7 +334,7 @@ func denied(r Role) []string {
 		d = append(d, KVSubjects...)
 		d = append(d, domain.EventPrefix+">", domain.DLQPrefix+">", domain.NoticePrefix+">")
 		// Nor the policies in force: a policy takes effect only through a policy command.
-		d = append(d, domain.PolicySubject(">"))
+		d = append(d, domain.PoliciesFilter)
 	}
 	if r != RoleAdmin {
 		// Only an admin's replay sends a webhook delivery again.

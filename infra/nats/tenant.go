@@ -28,6 +28,16 @@ func TenantPermissions(name string, scopes []domain.Scope) (*server.Permissions,
 	for _, s := range domain.Disjoint(scopes) {
 		t := s.Tokens()
 		sub = append(sub, domain.EventPrefix+"*."+t, domain.NoticePrefix+"*."+t)
+		// The policies of its scopes, under <subscription>.<group>.<scope key>; and, confined
+		// to a resource group, the policy of its subscription, which covers its entities too.
+		policies := domain.PoliciesPrefix + t
+		pub = append(pub, api+"DIRECT.GET."+domain.PoliciesBucketStream+"."+policies, api+"CONSUMER.CREATE."+domain.PoliciesBucketStream+".*."+policies)
+		if s.Tenant.Group != domain.NoToken {
+			pub = append(pub, api+"DIRECT.GET."+domain.PoliciesBucketStream+"."+domain.PolicySubject("subscriptions/"+s.Tenant.Subscription))
+		}
+		// Its entities' campaign phases, under <campaign>.<subscription>.<group>.<key>.
+		phases := "$KV." + domain.CampaignEntitiesBucket + ".*." + t
+		pub = append(pub, api+"DIRECT.GET."+phasesStream+"."+phases, api+"CONSUMER.CREATE."+phasesStream+".*."+phases)
 		for _, c := range domain.AllCells() {
 			kv := "$KV." + c.RecordsBucket() + "." + t
 			pub = append(pub,
@@ -40,10 +50,12 @@ func TenantPermissions(name string, scopes []domain.Scope) (*server.Permissions,
 	}
 	// Its consumers, once made: their names are the server's or random, and it may not list
 	// the others'.
+	streams := []string{phasesStream, domain.PoliciesBucketStream}
 	for _, c := range domain.AllCells() {
-		for _, s := range []string{c.RecordsStream(), c.EventsStream(), c.NoticesStream()} {
-			pub = append(pub, api+"CONSUMER.MSG.NEXT."+s+".*", api+"CONSUMER.INFO."+s+".*", api+"CONSUMER.DELETE."+s+".*")
-		}
+		streams = append(streams, c.RecordsStream(), c.EventsStream(), c.NoticesStream())
+	}
+	for _, s := range streams {
+		pub = append(pub, api+"CONSUMER.MSG.NEXT."+s+".*", api+"CONSUMER.INFO."+s+".*", api+"CONSUMER.DELETE."+s+".*")
 	}
 	sub = append(sub, TenantInboxPrefix(name)+".>")
 	return &server.Permissions{
@@ -51,6 +63,9 @@ func TenantPermissions(name string, scopes []domain.Scope) (*server.Permissions,
 		Subscribe: &server.SubjectPermission{Allow: sub},
 	}, nil
 }
+
+// phasesStream is the stream of the campaigns' entity phases.
+const phasesStream = "KV_" + domain.CampaignEntitiesBucket
 
 // TenantInboxPrefix is a confined customer's own reply-subject prefix (natsconn.Options.
 // InboxPrefix, `--inbox-prefix`): its replies are its alone, not every customer's.

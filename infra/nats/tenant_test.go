@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,14 @@ import (
 
 	natsconf "maintsignals/infra/nats"
 	"maintsignals/infra/provision"
+	"maintsignals/shared/campaign"
+	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/client"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 	"maintsignals/shared/natsconn/natstest"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -29,25 +33,30 @@ const (
 	tenantB = "/subscriptions/bbbbbbbb-0000-0000-0000-000000000002"
 )
 
+// campaignID is a campaign holding every entity of both tenants.
+const campaignID = "pucm"
+
 func tenantID(sub string, i int) string {
 	return fmt.Sprintf("%s/resourceGroups/rg-%d/providers/Microsoft.RedHatOpenShift/openShiftClusters/c%d", sub, i, i)
 }
 
 type tenantStack struct {
-	op, fn   *natsconn.Conn
-	customer *natsconn.Conn
-	cl       *client.Client
-	a, b     []string // resource IDs of each tenant
+	op, fn, cp *natsconn.Conn
+	customer   *natsconn.Conn
+	cl         *client.Client
+	a, b       []string // resource IDs of each tenant
 }
 
 // startTenants runs a server with an operator and a customer confined to tenant A, and
-// writes a record, an event and a notice for each of four entities of A and of B.
+// writes a record, an event, a notice and a campaign phase for each of four entities of A and
+// of B.
 func startTenants(t *testing.T) *tenantStack {
 	t.Helper()
-	op, fn, cust := natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t)
+	op, fn, cp, cust := natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t), natstest.NewUser(t)
 	users, err := natsconf.NkeyUsers([]natsconf.User{
 		{Name: "operator", Role: natsconf.RoleOperator, Nkey: op.Public},
 		{Name: "functions", Role: natsconf.RoleFunction, Nkey: fn.Public},
+		{Name: "campaigns", Role: natsconf.RoleCampaign, Nkey: cp.Public},
 		{Name: "alice", Role: natsconf.RoleCustomer, Nkey: cust.Public, Scopes: []string{tenantA}},
 	})
 	if err != nil {
@@ -67,7 +76,7 @@ func startTenants(t *testing.T) *tenantStack {
 		t.Cleanup(conn.Close)
 		return conn
 	}
-	st := &tenantStack{op: connect(op, natsconf.RoleOperator.InboxPrefix()), fn: connect(fn, natsconf.RoleFunction.InboxPrefix()),
+	st := &tenantStack{op: connect(op, natsconf.RoleOperator.InboxPrefix()), fn: connect(fn, natsconf.RoleFunction.InboxPrefix()), cp: connect(cp, natsconf.RoleCampaign.InboxPrefix()),
 		customer: connect(cust, natsconf.TenantInboxPrefix("alice"))}
 	ctx := testenv.Context(t, time.Minute)
 	if _, err := provision.Run(ctx, st.op.JS, provision.Config{Tick: time.Minute, Partitions: 2}); err != nil {
@@ -88,6 +97,13 @@ func startTenants(t *testing.T) *tenantStack {
 				t.Fatal(err)
 			}
 		}
+		phase := fmt.Appendf(nil, `{"phase":"planned","resourceId":%q,"generation":1,"wave":-1}`, id)
+		if _, err := st.cp.JS.Publish(ctx, campaignstore.EntitySubject(campaignID, key), phase); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tenant := range []string{tenantA, tenantB} {
+		testenv.PutPolicy(t, st.fn.JS, tenant, `"minNotice": "24h"`)
 	}
 	scopes, _ := natsconf.ParseScopes([]string{tenantA})
 	st.cl = client.FromConn(st.customer, client.Options{Logger: quiet, Scopes: scopes})
@@ -106,8 +122,8 @@ func denied(t *testing.T, c *natsconn.Conn, what string, fn func(context.Context
 }
 
 // Through NATS itself, a customer confined to tenant A gets nothing of tenant B's: each way a
-// reader of the records, events and notices could ask is refused or answers with A's alone,
-// and its counterpart for A's own works.
+// reader of the records, events, notices, policies and campaign phases could ask is refused or answers
+// with A's alone, and its counterpart for A's own works.
 func TestTenant_CustomerReadsItsOwnAndNothingOfAnothers(t *testing.T) {
 	st := startTenants(t)
 	c := st.customer
@@ -170,6 +186,23 @@ func TestTenant_CustomerReadsItsOwnAndNothingOfAnothers(t *testing.T) {
 		})
 		denied(t, c, "the policies bucket", consumer(domain.PoliciesBucketStream, ""))
 		denied(t, c, "the campaigns' entities", consumer("KV_"+domain.CampaignEntitiesBucket, ""))
+		denied(t, c, "a campaign's phases of every tenant", consumer("KV_"+domain.CampaignEntitiesBucket, campaignstore.EntitiesPrefix(campaignID)+">"))
+		denied(t, c, "a direct get of B's campaign phase", func(ctx context.Context) error {
+			m, err := c.NC.RequestWithContext(ctx, "$JS.API.DIRECT.GET.KV_"+domain.CampaignEntitiesBucket+"."+campaignstore.EntitySubject(campaignID, bKey), nil)
+			if err == nil && m.Header.Get("Status") != "" {
+				err = fmt.Errorf("status %s", m.Header.Get("Status"))
+			}
+			return err
+		})
+		denied(t, c, "the campaigns themselves", consumer("KV_"+domain.CampaignsBucket, ""))
+		denied(t, c, "a direct get of B's policy", func(ctx context.Context) error {
+			m, err := c.NC.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+domain.PoliciesBucketStream+"."+domain.PolicySubject(domain.MustKey(tenantB)), nil)
+			if err == nil && m.Header.Get("Status") != "" {
+				err = fmt.Errorf("status %s", m.Header.Get("Status"))
+			}
+			return err
+		})
+		denied(t, c, "a consumer on B's policies", consumer(domain.PoliciesBucketStream, domain.PoliciesPrefix+mustScope(t, tenantB).Tokens()))
 		denied(t, c, "the old-style events stream", consumer(domain.EventsStream, ""))
 	})
 
@@ -252,6 +285,34 @@ func TestTenant_CustomerReadsItsOwnAndNothingOfAnothers(t *testing.T) {
 		if _, err := st.cl.History(ctx, st.b[2]); !errors.Is(err, client.ErrNotPermitted) {
 			t.Errorf("history of B's entity: %v, want not permitted", err)
 		}
+		if ph, ok, err := st.cl.CampaignPhase(ctx, st.a[1], campaignID); err != nil || !ok || ph.Phase != campaign.PhasePlanned || ph.ResourceID != st.a[1] {
+			t.Errorf("A's entity's campaign phase: %+v %v %v", ph, ok, err)
+		}
+		if _, _, err := st.cl.CampaignPhase(ctx, st.b[1], campaignID); !errors.Is(err, client.ErrNotPermitted) {
+			t.Errorf("B's entity's campaign phase: %v, want not permitted", err)
+		}
+		phases := 0
+		if err := c.Guard(ctx, "$JS.API.>", func(ctx context.Context) error {
+			return store.ScanLast(ctx, c.JS, "KV_"+domain.CampaignEntitiesBucket, campaignstore.EntitiesPrefix(campaignID)+mustScope(t, tenantA).Tokens(),
+				func(m jetstream.Msg, _ uint64) error {
+					if !strings.HasPrefix(domain.KeyFromSubject(m.Subject()), domain.MustKey(tenantA)) {
+						t.Errorf("a phase of another tenant: %s", m.Subject())
+					}
+					phases++
+					return nil
+				})
+		}); err != nil || phases != len(st.a) {
+			t.Errorf("A's phases in the campaign: %d (%v), want %d", phases, err, len(st.a))
+		}
+		if p, ok, err := st.cl.PolicyFor(ctx, st.a[0]); err != nil || !ok || p.Revision.Key != domain.MustKey(tenantA) {
+			t.Errorf("the policy in force for A's entity: %+v %v %v", p, ok, err)
+		}
+		if _, _, err := st.cl.PolicyOf(ctx, tenantB); !errors.Is(err, client.ErrNotPermitted) {
+			t.Errorf("B's policy: %v, want not permitted", err)
+		}
+		if ps, err := st.cl.Policies(ctx); err != nil || len(ps) != 1 || ps[0].Revision.Key != domain.MustKey(tenantA) {
+			t.Errorf("the policies: %+v %v, want A's alone", ps, err)
+		}
 		ns, err := st.cl.Notices(ctx, "")
 		if err != nil || len(ns) != len(st.a) {
 			t.Errorf("notices: %d, %v; want A's %d", len(ns), err, len(st.a))
@@ -277,4 +338,29 @@ func mustScope(t *testing.T, s string) domain.Scope {
 		t.Fatal(err)
 	}
 	return sc
+}
+
+// A customer confined to a resource group reads the policy of its subscription (it covers its
+// entities) and no other scope's above its own.
+func TestTenantPermissions_AResourceGroupReadsItsSubscriptionsPolicy(t *testing.T) {
+	rg := mustScope(t, tenantA+"/resourceGroups/rg-1")
+	p, err := natsconf.TenantPermissions("bob", []domain.Scope{rg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(scope string) string {
+		return "$JS.API.DIRECT.GET." + domain.PoliciesBucketStream + "." + domain.PolicySubject(domain.MustKey(scope))
+	}
+	for scope, want := range map[string]bool{
+		tenantA + "/resourceGroups/rg-1": true,
+		tenantA:                          true,
+		tenantA + "/resourceGroups/rg-2": false,
+		tenantB:                          false,
+	} {
+		if got := slices.Contains(p.Publish.Allow, get(scope)) || slices.ContainsFunc(p.Publish.Allow, func(a string) bool {
+			return strings.HasSuffix(a, ".>") && strings.HasPrefix(get(scope), strings.TrimSuffix(a, ">"))
+		}); got != want {
+			t.Errorf("direct get of the policy of %s allowed: %v, want %v", scope, got, want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -151,21 +152,39 @@ func migrateNotices(ctx context.Context, js jetstream.JetStream) Change {
 const moveChunk = 1024
 
 // moveStream moves the messages of stream under filter (subjects <prefix>.<key>) to the
-// subject subjectOf(key) gives, in order, with their headers and bodies (a message's stored
-// time is its move's: the retention of what moved starts again), dropping each chunk from the
-// old stream once the new streams have it. With drop, the old stream is removed at the end.
-// A stream that does not exist, or no longer holds the filter, has nothing to move.
+// subject subjectOf(key) gives (see moveMessages). With drop, the old stream is removed at
+// the end. A stream that does not exist, or no longer holds the filter, has nothing to move.
 func moveStream(ctx context.Context, js jetstream.JetStream, stream, filter string, subjectOf func(string) string, drop bool) Change {
 	ch := Change{Kind: "migrate", Name: stream + " -> cells"}
 	s, done := firstLayout(ctx, js, stream, &ch)
 	if done {
 		return ch
 	}
-	var err error
 	if !slices.Contains(s.CachedInfo().Config.Subjects, filter) {
 		ch.Action = Unchanged
 		return ch
 	}
+	moved, err := moveMessages(ctx, js, s, filter, subjectOf)
+	if err == nil && drop {
+		if err = js.DeleteStream(ctx, stream); errors.Is(err, jetstream.ErrStreamNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	ch.Action = Updated
+	ch.Fields = []string{fmt.Sprintf("%d messages moved", moved)}
+	return ch
+}
+
+// moveMessages moves the messages of s under filter to the subject subjectOf(key) gives, in
+// order, with their headers and bodies, dropping each chunk from the old subjects once it is
+// stored. A moved message's stored time is its move's; the time it was first stored goes in
+// domain.HeaderFirstStored.
+func moveMessages(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, filter string, subjectOf func(string) string) (int, error) {
+	stream := s.CachedInfo().Config.Name
 	moved := 0
 	var acks []jetstream.PubAckFuture
 	var last uint64
@@ -187,18 +206,11 @@ func moveStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 		}
 		return nil
 	}
-	err = store.Read(ctx, js, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}, 0, func(msg jetstream.Msg, seq uint64) error {
-		key := domain.KeyFromSubject(msg.Subject())
-		if _, err := domain.DecodeKey(key); err != nil {
-			return fmt.Errorf("message %d of %s is not under an entity key: %w", seq, stream, err)
+	err := store.Read(ctx, js, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}, 0, func(msg jetstream.Msg, seq uint64) error {
+		out, err := movedMsg(msg, subjectOf)
+		if err != nil {
+			return fmt.Errorf("message %d of %s: %w", seq, stream, err)
 		}
-		out := nats.NewMsg(subjectOf(key))
-		for k, v := range msg.Headers() {
-			if !strings.HasPrefix(k, "Nats-Expected") {
-				out.Header[k] = v
-			}
-		}
-		out.Data = msg.Data()
 		a, err := js.PublishMsgAsync(out)
 		if err != nil {
 			return fmt.Errorf("move message %d of %s: %w", seq, stream, err)
@@ -214,17 +226,99 @@ func moveStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 	if err == nil {
 		err = flush()
 	}
+	return moved, err
+}
+
+// movedMsg is msg under its new subject: its headers (but the expectations of its first
+// write), the time it was first stored, and its body.
+func movedMsg(msg jetstream.Msg, subjectOf func(string) string) (*nats.Msg, error) {
+	key := domain.KeyFromSubject(msg.Subject())
+	if _, err := domain.DecodeKey(key); err != nil {
+		return nil, fmt.Errorf("not under an entity key: %w", err)
+	}
+	out := nats.NewMsg(subjectOf(key))
+	for k, v := range msg.Headers() {
+		if !strings.HasPrefix(k, "Nats-Expected") {
+			out.Header[k] = v
+		}
+	}
+	if md, err := msg.Metadata(); err == nil && out.Header.Get(domain.HeaderFirstStored) == "" {
+		out.Header.Set(domain.HeaderFirstStored, md.Timestamp.UTC().Format(time.RFC3339Nano))
+	}
+	out.Data = msg.Data()
+	return out, nil
+}
+
+// migratePolicies moves the policies of the first layout (the bucket's subjects under the scope
+// key alone) to their located keys (domain.PolicySubject), every revision the bucket keeps in
+// order, each in force from when it was first stored (domain.HeaderFirstStored).
+func migratePolicies(ctx context.Context, js jetstream.JetStream) Change {
+	ch := Change{Kind: "migrate", Name: domain.PoliciesBucket + " -> located keys"}
+	s, done := firstLayout(ctx, js, domain.PoliciesBucketStream, &ch)
+	if done {
+		return ch
+	}
+	filter := domain.PoliciesPrefix + "*"
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		ch.Action, ch.Err = Failed, err
 		return ch
 	}
-	if drop {
-		if err := js.DeleteStream(ctx, stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			ch.Action, ch.Err = Failed, fmt.Errorf("remove %s after moving its messages: %w", stream, err)
-			return ch
-		}
+	if len(info.State.Subjects) == 0 {
+		ch.Action = Unchanged
+		return ch
 	}
-	ch.Action = Updated
-	ch.Fields = []string{fmt.Sprintf("%d messages moved", moved)}
+	moved, err := moveMessages(ctx, js, s, filter, domain.PolicySubject)
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	ch.Action, ch.Fields = Updated, []string{fmt.Sprintf("%d revisions moved", moved)}
+	return ch
+}
+
+// migrateCampaignEntities moves the campaigns' entity phases of the first layout
+// (<id>.<key> in domain.CampaignEntitiesBucket) to their located keys
+// (domain.CampaignEntityKey: <id>.<subscription>.<group>.<key>), then drops the old keys
+// without leaving markers. Like every move it runs with the functions stopped, and can stop
+// anywhere and run again: a phase already at its new key is the newer and stays.
+func migrateCampaignEntities(ctx context.Context, js jetstream.JetStream) Change {
+	const stream = "KV_" + domain.CampaignEntitiesBucket
+	prefix := "$KV." + domain.CampaignEntitiesBucket + "."
+	filter := prefix + "*.*"
+	ch := Change{Kind: "migrate", Name: domain.CampaignEntitiesBucket + " -> located keys"}
+	s, done := firstLayout(ctx, js, stream, &ch)
+	if done {
+		return ch
+	}
+	kv, err := js.KeyValue(ctx, domain.CampaignEntitiesBucket)
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	moved := 0
+	err = store.ScanLast(ctx, js, stream, filter, func(msg jetstream.Msg, _ uint64) error {
+		if store.Deleted(msg) {
+			return nil
+		}
+		id, key, _ := strings.Cut(strings.TrimPrefix(msg.Subject(), prefix), ".")
+		_, err := kv.Create(ctx, domain.CampaignEntityKey(id, key), msg.Data())
+		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("move the phase of %s in campaign %s: %w", key, id, err)
+		}
+		moved++
+		return nil
+	})
+	if err == nil {
+		err = s.Purge(ctx, jetstream.WithPurgeSubject(filter))
+	}
+	if err != nil {
+		ch.Action, ch.Err = Failed, err
+		return ch
+	}
+	ch.Action = Unchanged
+	if moved > 0 {
+		ch.Action, ch.Fields = Updated, []string{fmt.Sprintf("%d phases moved", moved)}
+	}
 	return ch
 }

@@ -421,10 +421,11 @@ func Run(ctx context.Context, js jetstream.JetStream, c Config) (Report, error) 
 		failed[sc.Name] = ch.Action == Failed
 		rep = append(rep, ch)
 	}
-	rep = append(rep, ensureBucket(ctx, js, PoliciesBucket(c)))
+	rep = append(rep, ensureBucket(ctx, js, PoliciesBucket(c)), migratePolicies(ctx, js))
 	for _, b := range CampaignBuckets(c) {
 		rep = append(rep, ensureBucket(ctx, js, b))
 	}
+	rep = append(rep, migrateCampaignEntities(ctx, js))
 	for _, b := range SubscriptionBuckets(c) {
 		rep = append(rep, ensureBucket(ctx, js, b))
 	}

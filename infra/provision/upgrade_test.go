@@ -244,3 +244,104 @@ func TestRun_RecordsOfTheFirstLayoutMoveIntoTheCells(t *testing.T) {
 		t.Errorf("provisioning again: %v\n%v", err, rep)
 	}
 }
+
+// The campaigns' entity phases of the first layout (<id>.<key>) move to their located keys,
+// where a customer's permissions can name them; a phase written at its new key since stays,
+// and no old key is left behind.
+func TestRun_CampaignPhasesOfTheFirstLayoutMoveToLocatedKeys(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	kv, err := env.JS.KeyValue(ctx, domain.CampaignEntitiesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{
+		domain.MustKey("/subscriptions/s0/resourceGroups/rg0/providers/p/c/c0"),
+		domain.MustKey("/subscriptions/s1/resourceGroups/rg1/providers/p/c/c1"),
+		domain.MustKey("/subscriptions/s1/providers/p/c/c2"),
+	}
+	for i, key := range keys {
+		if _, err := kv.Put(ctx, domain.CampaignEntityFirstLayout("pucm", key), fmt.Appendf(nil, `{"phase":"old-%d"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kv.Put(ctx, domain.CampaignEntityKey("pucm", keys[1]), []byte(`{"phase":"since"}`)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := provision.Run(ctx, env.JS, provision.Config{})
+	if err != nil || !slices.ContainsFunc(rep, func(c provision.Change) bool {
+		return c.Kind == "migrate" && c.Action == provision.Updated && slices.Contains(c.Fields, "3 phases moved")
+	}) {
+		t.Fatalf("provision: %v\n%v", err, rep)
+	}
+	for i, want := range []string{`{"phase":"old-0"}`, `{"phase":"since"}`, `{"phase":"old-2"}`} {
+		e, err := kv.Get(ctx, domain.CampaignEntityKey("pucm", keys[i]))
+		if err != nil || string(e.Value()) != want {
+			t.Errorf("%s: %v, want %s", keys[i], err, want)
+		}
+	}
+	s, err := env.JS.Stream(ctx, "KV_"+domain.CampaignEntitiesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter("$KV."+domain.CampaignEntitiesBucket+".>"))
+	if err != nil || len(info.State.Subjects) != len(keys) || info.State.Msgs != uint64(len(keys)) {
+		t.Errorf("the bucket holds %v (%v), want the %d located keys alone", info.State.Subjects, err, len(keys))
+	}
+	if rep, err := provision.Run(ctx, env.JS, provision.Config{}); err != nil || rep.Changed() {
+		t.Errorf("provisioning again: %v\n%v", err, rep)
+	}
+}
+
+// The policies of the first layout (the bucket keyed by the scope key alone) move to their
+// located keys with every revision the bucket kept, in order, each in force from when it was
+// first stored: a command stored between two revisions is still judged by the first.
+func TestRun_PoliciesOfTheFirstLayoutMoveToLocatedKeys(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := testenv.Context(t, 30*time.Second)
+	scope := "/subscriptions/s0/resourceGroups/rg0"
+	key := domain.MustKey(scope)
+	put := func(doc string) time.Time {
+		m := nats.NewMsg(domain.PoliciesPrefix + key)
+		m.Data = []byte(`{"scope": "` + scope + `", ` + doc + `}`)
+		if _, err := env.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		return time.Now()
+	}
+	between := put(`"minNotice": "24h"`)
+	put(`"minNotice": "48h"`)
+	other := "/subscriptions/s1"
+	if _, err := env.JS.Publish(ctx, domain.PoliciesPrefix+domain.MustKey(other), []byte(`{"scope": "`+other+`", "minNotice": "1h"}`)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := provision.Run(ctx, env.JS, provision.Config{})
+	if err != nil || !slices.ContainsFunc(rep, func(c provision.Change) bool {
+		return c.Kind == "migrate" && c.Action == provision.Updated && slices.Contains(c.Fields, "3 revisions moved")
+	}) {
+		t.Fatalf("provision: %v\n%v", err, rep)
+	}
+	view, err := store.OpenPolicies(ctx, env.JS, testenv.Quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entity := domain.MustKey(scope + "/providers/p/c/c0")
+	for at, want := range map[time.Time]string{between: "24h0m0s", time.Now(): "48h0m0s"} {
+		r, err := view.At(ctx, entity, at)
+		p, perr := r.Policy()
+		if err != nil || perr != nil || p == nil || p.MinNotice().String() != want {
+			t.Errorf("in force at %s: %+v %v %v, want minNotice %s", at, r, err, perr, want)
+		}
+	}
+	if r := view.Current(domain.MustKey(other + "/resourceGroups/x/providers/p/c/c1")); r == nil || r.Key != domain.MustKey(other) {
+		t.Errorf("the other scope's policy: %+v", r)
+	}
+	s, _ := env.JS.Stream(ctx, domain.PoliciesBucketStream)
+	if info, err := s.Info(ctx, jetstream.WithSubjectFilter(domain.PoliciesPrefix+"*")); err != nil || len(info.State.Subjects) != 0 {
+		t.Errorf("old keys left: %v (%v)", info.State.Subjects, err)
+	}
+	if rep, err := provision.Run(ctx, env.JS, provision.Config{}); err != nil || rep.Changed() {
+		t.Errorf("provisioning again: %v\n%v", err, rep)
+	}
+}

@@ -179,7 +179,7 @@ func policiesFunction() Function {
 		Access: Access{
 			// It writes the revisions (a compare-and-swap on the subject's last sequence) and
 			// publishes the outcomes and dead letters.
-			Publish: []string{domain.PolicyEventPrefix + "*", domain.DLQPrefix + "*", domain.PolicySubject(">")},
+			Publish: []string{domain.PolicyEventPrefix + "*", domain.DLQPrefix + "*", domain.PoliciesFilter},
 			// It reads a scope's last revision with its header, and a redelivered command the
 			// last outcome of its scope.
 			Get: []string{domain.PoliciesBucketStream, domain.EventsStream},

@@ -20,7 +20,7 @@ func TestEventTypes_TheContractsNames(t *testing.T) {
 		t.Errorf("%s", got)
 	}
 	if ev := (campaign.Event{Campaign: "c"}); ev.Subject() != "maint.campaign.evt.c" || domain.CampaignCommandSubject("c") != "maint.campaign.cmd.c" ||
-		domain.CampaignEntityKey("c", "k/x") != "c.k/x" {
+		domain.CampaignEntityKey("c", "subscriptions/s/resourcegroups/g/x") != "c.s.g.subscriptions/s/resourcegroups/g/x" {
 		t.Errorf("subjects %s", ev.Subject())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -109,10 +108,9 @@ type cachedPolicy struct {
 func (pc *PolicyCache) Load(ctx context.Context, js jetstream.JetStream) (campaign.Policies, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	prefix := "$KV." + domain.PoliciesBucket + "."
 	next := map[string]cachedPolicy{}
-	err := store.ScanLast(ctx, js, domain.PoliciesBucketStream, prefix+">", func(m jetstream.Msg, rev uint64) error {
-		scope := strings.TrimPrefix(m.Subject(), prefix)
+	err := store.ScanLast(ctx, js, domain.PoliciesBucketStream, domain.PoliciesFilter, func(m jetstream.Msg, rev uint64) error {
+		scope := domain.KeyFromSubject(m.Subject())
 		if store.Deleted(m) {
 			return nil
 		}

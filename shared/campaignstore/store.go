@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -56,7 +55,9 @@ func bucketError(name string, err error) error {
 func EntitiesPrefix(id string) string { return "$KV." + domain.CampaignEntitiesBucket + "." + id + "." }
 
 // EntitySubject is where the entity of key of campaign id is written.
-func EntitySubject(id, key string) string { return EntitiesPrefix(id) + key }
+func EntitySubject(id, key string) string {
+	return "$KV." + domain.CampaignEntitiesBucket + "." + domain.CampaignEntityKey(id, key)
+}
 
 // Campaign reads campaign id and its revision; nil and 0 when there is none.
 func (s *Store) Campaign(ctx context.Context, id string) (*campaign.Campaign, uint64, error) {
@@ -121,8 +122,7 @@ type Stored struct {
 // Entities calls fn for every entity of campaign id, in one streaming pass (in the order they
 // were last written, not by key).
 func (s *Store) Entities(ctx context.Context, id string, fn func(Stored) error) error {
-	prefix := EntitiesPrefix(id)
-	return store.ScanLast(ctx, s.js, "KV_"+domain.CampaignEntitiesBucket, prefix+"*", func(m jetstream.Msg, seq uint64) error {
+	return store.ScanLast(ctx, s.js, "KV_"+domain.CampaignEntitiesBucket, EntitiesPrefix(id)+">", func(m jetstream.Msg, seq uint64) error {
 		if store.Deleted(m) {
 			return nil
 		}
@@ -130,7 +130,7 @@ func (s *Store) Entities(ctx context.Context, id string, fn func(Stored) error) 
 		if err != nil {
 			return fmt.Errorf("campaign %s: %w", id, err)
 		}
-		return fn(Stored{Key: strings.TrimPrefix(m.Subject(), prefix), Revision: seq, Entity: e})
+		return fn(Stored{Key: domain.KeyFromSubject(m.Subject()), Revision: seq, Entity: e})
 	})
 }
 

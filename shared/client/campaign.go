@@ -13,7 +13,9 @@ import (
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/campaignstore"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/signing"
+	"maintsignals/shared/store"
 )
 
 // Fleet campaigns (infra/docs/campaigns.md): send a campaign command and wait for its outcome;
@@ -217,4 +219,34 @@ func (c *Client) WatchCampaign(ctx context.Context, id string, fn func(*campaign
 		}
 		return s.Watch(ctx, id, fn)
 	})
+}
+
+// CampaignPhase reads the phase of the entity of resourceID in campaign id (its record's
+// campaign); false when the campaign holds none. It is a direct get of the phase's subject,
+// which a customer confined to the entity's tenant may ask.
+func (c *Client) CampaignPhase(ctx context.Context, resourceID, id string) (campaign.Entity, bool, error) {
+	key, err := domain.Key(resourceID)
+	if err != nil {
+		return campaign.Entity{}, false, err
+	}
+	if err := c.permits(resourceID, key); err != nil {
+		return campaign.Entity{}, false, err
+	}
+	var m *store.RawMsg
+	err = c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		m, err = store.LastMsg(ctx, c.JS, "KV_"+domain.CampaignEntitiesBucket, campaignstore.EntitySubject(id, key))
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNoMessage):
+		return campaign.Entity{}, false, nil
+	case errors.Is(err, natsconn.ErrPermissionDenied):
+		return campaign.Entity{}, false, fmt.Errorf("%w: the phase of %s in campaign %s: %w", ErrNotPermitted, resourceID, id, err)
+	case err != nil:
+		return campaign.Entity{}, false, fmt.Errorf("the phase of %s in campaign %s: %w", resourceID, id, err)
+	case store.DeletedHeader(m.Header):
+		return campaign.Entity{}, false, nil
+	}
+	e, err := campaign.DecodeEntity(m.Data)
+	return e, err == nil, err
 }

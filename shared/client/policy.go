@@ -13,6 +13,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/fleet"
+	"maintsignals/shared/natsconn"
 	"maintsignals/shared/policy"
 	"maintsignals/shared/signing"
 	"maintsignals/shared/store"
@@ -126,6 +127,12 @@ func (c *Client) PolicyFor(ctx context.Context, resourceID string) (Policy, bool
 func (c *Client) lastPolicy(ctx context.Context, key string) (Policy, bool, error) {
 	var p Policy
 	err := c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		if len(c.scopes) > 0 {
+			// Confined: a direct get names the scope's subject, which the server checks.
+			var err error
+			p.Revision, err = store.PeekPolicy(ctx, c.JS, key)
+			return err
+		}
 		bucket, err := c.policiesBucket(ctx)
 		if err != nil {
 			return err
@@ -133,6 +140,9 @@ func (c *Client) lastPolicy(ctx context.Context, key string) (Policy, bool, erro
 		p.Revision, err = store.LastPolicy(ctx, bucket, key)
 		return err
 	})
+	if errors.Is(err, natsconn.ErrPermissionDenied) {
+		return Policy{}, false, fmt.Errorf("%w: the policy of %s: %w", ErrNotPermitted, key, err)
+	}
 	if err != nil || p.Revision == nil || p.Revision.Deleted {
 		return Policy{}, false, err
 	}
@@ -157,18 +167,28 @@ func (c *Client) Policies(ctx context.Context) ([]Policy, error) {
 // eachPolicy calls fn with the last revision of every scope that has a policy, compiled (err:
 // why it does not compile), in one pass over the bucket.
 func (c *Client) eachPolicy(ctx context.Context, fn func(r *store.Revision, pol *policy.Policy, err error)) error {
+	each := func(r *store.Revision) error {
+		if !r.Deleted {
+			pol, err := r.Policy()
+			fn(r, pol, err)
+		}
+		return nil
+	}
 	return c.Guard(ctx, jsAPI, func(ctx context.Context) error {
+		if len(c.scopes) > 0 {
+			// Confined: the policies of its scopes, through filters the server checks.
+			for _, s := range domain.Disjoint(c.scopes) {
+				if err := store.ScanPoliciesUnder(ctx, c.JS, domain.PoliciesPrefix+s.Tokens(), each); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		bucket, err := c.policiesBucket(ctx)
 		if err != nil {
 			return err
 		}
-		return store.ScanPolicies(ctx, bucket, func(r *store.Revision) error {
-			if !r.Deleted {
-				pol, err := r.Policy()
-				fn(r, pol, err)
-			}
-			return nil
-		})
+		return store.ScanPolicies(ctx, bucket, each)
 	})
 }
 

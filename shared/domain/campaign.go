@@ -28,7 +28,9 @@ const (
 	CampaignCommandPrefix = "maint.campaign.cmd."
 	// CampaignEventPrefix + <campaign id> is where a campaign's events go (stream EventsStream).
 	CampaignEventPrefix = "maint.campaign.evt."
-	// CampaignEntitiesBucket is the KV bucket of the entities' phases, under <id>.<key>.
+	// CampaignEntitiesBucket is the KV bucket of the entities' phases, under
+	// <id>.<subscription>.<group>.<key> (CampaignEntityKey): the tenant tokens let the server
+	// confine a customer to its own entities' phases.
 	CampaignEntitiesBucket = "campaign-entities"
 	// CampaignsBucket is the KV bucket of the campaigns' own state, under <id>.
 	CampaignsBucket = "campaigns"
@@ -45,8 +47,13 @@ func CampaignCommandSubject(id string) string { return CampaignCommandPrefix + i
 // CampaignEventSubject is where the events of campaign id are published.
 func CampaignEventSubject(id string) string { return CampaignEventPrefix + id }
 
-// CampaignEntityKey is the key of an entity's phase in CampaignEntitiesBucket.
-func CampaignEntityKey(id, key string) string { return id + "." + key }
+// CampaignEntityKey is the key of an entity's phase in CampaignEntitiesBucket: the campaign
+// id, then the entity's located key (Located).
+func CampaignEntityKey(id, key string) string { return id + "." + Located(key) }
+
+// CampaignEntityFirstLayout is the key an entity's phase had in the first layout, <id>.<key>
+// (moved by `maintctl provision`).
+func CampaignEntityFirstLayout(id, key string) string { return id + "." + key }
 
 // MaxCampaignIDLength bounds a campaign id: 1–40 of [a-z0-9-].
 const MaxCampaignIDLength = 40

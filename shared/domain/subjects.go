@@ -22,13 +22,16 @@ const (
 
 	// HeaderMsgID is the JetStream de-duplication header; commands carry their id in it.
 	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderFirstStored is the time (RFC 3339) a message moved by `maintctl provision` into
+	// the store's layout was first stored: a policy revision stays in force from then.
+	HeaderFirstStored = "Maint-First-Stored"
 )
 
 // Names of the customers' maintenance policies (README, customers' maintenance policies).
 const (
 	// PoliciesStream holds the policy commands, retained like commands (audit, replay).
 	PoliciesStream = "MAINT_POLICIES"
-	// PoliciesBucket holds the policy in force of each scope, under the scope's key, with
+	// PoliciesBucket holds the policy in force of each scope, under the scope's located key, with
 	// the history the command function judges stored commands by.
 	PoliciesBucket = "maintenance-policies"
 	// PolicyPrefix + <scope key> is where policy commands are published.
@@ -53,9 +56,20 @@ func PolicyCommandSubject(key string) string { return PolicyPrefix + key }
 // PolicyEventSubject is where the outcome events of the policy commands of key go.
 func PolicyEventSubject(key string) string { return PolicyEventPrefix + key }
 
-// PolicySubject is the subject of the scope key's policy in the bucket's stream, and
-// PoliciesBucketStream that stream.
-func PolicySubject(key string) string { return "$KV." + PoliciesBucket + "." + key }
+// PolicySubject is the subject of the scope key's policy in the bucket's stream, under its
+// located key (<subscription>.<group>.<key>, see Located): the tenant tokens let the server
+// confine a customer to the policies of its own scopes. PoliciesFilter is every policy's, and
+// PoliciesBucketStream the bucket's stream.
+func PolicySubject(key string) string { return PoliciesPrefix + PolicyKey(key) }
+
+// PolicyKey is the key of the scope key's policy in PoliciesBucket.
+func PolicyKey(key string) string { return Located(key) }
+
+// PoliciesPrefix is what every policy's subject starts with.
+const PoliciesPrefix = "$KV." + PoliciesBucket + "."
+
+// PoliciesFilter matches every policy's subject.
+const PoliciesFilter = PoliciesPrefix + ">"
 
 // PoliciesBucketStream is the stream of PoliciesBucket.
 const PoliciesBucketStream = "KV_" + PoliciesBucket

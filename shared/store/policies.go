@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +73,7 @@ func OpenPolicies(ctx context.Context, js jetstream.JetStream, log *slog.Logger)
 	}
 	p := &Policies{stream: s, log: log, revs: map[string][]*Revision{}, moved: make(chan struct{}), life: ctx}
 	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{domain.PolicySubject(">")},
+		FilterSubjects: []string{domain.PoliciesFilter},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -121,7 +120,10 @@ func revisionOf(msg jetstream.Msg, md *jetstream.MsgMetadata) *Revision {
 // newRevision reads a message of the bucket's stream; the error is a meta header that does
 // not decode (the revision is returned all the same).
 func newRevision(subject string, seq uint64, at time.Time, h nats.Header, data []byte) (*Revision, error) {
-	r := &Revision{Key: strings.TrimPrefix(subject, domain.PolicySubject("")), Seq: seq, At: at, Value: data}
+	if first, err := time.Parse(time.RFC3339Nano, h.Get(domain.HeaderFirstStored)); err == nil {
+		at = first // moved by provisioning: in force from when it was first stored
+	}
+	r := &Revision{Key: domain.KeyFromSubject(subject), Seq: seq, At: at, Value: data}
 	switch h.Get(domain.HeaderKVOperation) {
 	case domain.KVDelete:
 		r.Deleted = true
@@ -149,6 +151,32 @@ func LastPolicy(ctx context.Context, bucket jetstream.Stream, key string) (*Revi
 	return newRevision(m.Subject, m.Sequence, m.Time, m.Header, m.Data)
 }
 
+// PeekPolicy is LastPolicy by a direct get that names the scope's subject: what a reader
+// confined to tenants may ask (of its own scopes' policies).
+func PeekPolicy(ctx context.Context, js jetstream.JetStream, key string) (*Revision, error) {
+	m, err := LastMsg(ctx, js, domain.PoliciesBucketStream, domain.PolicySubject(key))
+	if errors.Is(err, ErrNoMessage) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read policy %s: %w", key, err)
+	}
+	return newRevision(m.Subject, m.Sequence, m.Time, m.Header, m.Data)
+}
+
+// ScanPoliciesUnder is ScanPolicies over the scopes under filter (a subject under
+// domain.PoliciesPrefix, such as a tenant's tokens): a consumer whose filter a permission can
+// confine, and no stream info first.
+func ScanPoliciesUnder(ctx context.Context, js jetstream.JetStream, filter string, fn func(*Revision) error) error {
+	return ScanLast(ctx, js, domain.PoliciesBucketStream, filter, func(msg jetstream.Msg, _ uint64) error {
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("scan policies: %w", err)
+		}
+		return fn(revisionOf(msg, md))
+	})
+}
+
 // ScanPolicies calls fn with the last revision of every scope of the bucket, in one pass as the
 // bucket is when it starts (deletes included: fn tells them by Deleted).
 func ScanPolicies(ctx context.Context, bucket jetstream.Stream, fn func(*Revision) error) error {
@@ -160,7 +188,7 @@ func ScanPolicies(ctx context.Context, bucket jetstream.Stream, fn func(*Revisio
 		return nil
 	}
 	cons, err := bucket.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{domain.PolicySubject(">")},
+		FilterSubjects: []string{domain.PoliciesFilter},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	})
 	if err != nil {
