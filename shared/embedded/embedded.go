@@ -3,6 +3,7 @@
 package embedded
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -49,6 +50,12 @@ type Config struct {
 	// In-process connections authenticate too. Without Nkeys the server has no
 	// authentication: keep Listen on loopback.
 	Nkeys []*server.NkeyUser
+	// ReadyTimeout bounds the wait for the server to accept connections (0: 10 s). A server
+	// recovers every stream before it listens, which takes longer on a large store.
+	ReadyTimeout time.Duration
+	// Logger, when set, receives the server's log (NoLog otherwise): what it recovered at
+	// start, and how long each stream took.
+	Logger server.Logger
 }
 
 // ErrNotReady is returned when the server does not come up in time.
@@ -158,10 +165,14 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: new server: %w", err)
 	}
+	if cfg.Logger != nil {
+		s.SetLogger(cfg.Logger, false, false)
+	}
 	go s.Start()
-	if !s.ReadyForConnections(readyTimeout) {
+	wait := cmp.Or(cfg.ReadyTimeout, readyTimeout)
+	if !s.ReadyForConnections(wait) {
 		s.Shutdown()
-		return nil, fmt.Errorf("%w after %s", ErrNotReady, readyTimeout)
+		return nil, fmt.Errorf("%w after %s", ErrNotReady, wait)
 	}
 	return &Server{Server: s, listens: cfg.Listen != ""}, nil
 }

@@ -34,16 +34,7 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 	now := time.Now().UTC()
 	for i := from; i < n; i++ {
 		id := entityID(i)
-		r := domain.Record{ResourceID: id, State: domain.States[i%len(domain.States)], StateSince: now, UpdatedAt: now, LastCommandID: "bench", LastCommandSeq: uint64(i + 1), Version: domain.RecordVersion}
-		if i%100 == 1 {
-			// One entity in a hundred is Pending with a window announced for tomorrow
-			// morning: its one-day reminder is due.
-			r.Window = &domain.Window{Start: now.Add(12 * time.Hour), End: now.Add(16 * time.Hour)}
-		}
-		if matureRecords {
-			mature(&r, i)
-		}
-		b, err := domain.EncodeRecord(r)
+		b, err := domain.EncodeRecord(fleetRecord(i, uint64(i+1), now, matureRecords))
 		if err != nil {
 			return err
 		}
@@ -64,6 +55,22 @@ func fillBucket(ctx context.Context, js jetstream.JetStream, from, n int) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// fleetRecord is the record of the bench's i-th entity, spread over every state (one in a
+// hundred with a window), written by the command of stream sequence seq; grown records as
+// after many commands (mature).
+func fleetRecord(i int, seq uint64, now time.Time, grown bool) domain.Record {
+	r := domain.Record{ResourceID: entityID(i), State: domain.States[i%len(domain.States)], StateSince: now, UpdatedAt: now, LastCommandID: "bench", LastCommandSeq: seq, Version: domain.RecordVersion}
+	if i%100 == 1 {
+		// One entity in a hundred is Pending with a window announced for tomorrow
+		// morning: its one-day reminder is due.
+		r.Window = &domain.Window{Start: now.Add(12 * time.Hour), End: now.Add(16 * time.Hour)}
+	}
+	if grown {
+		mature(&r, i)
+	}
+	return r
 }
 
 // matureRecords makes fillBucket write records as they are after a while (-mature).

@@ -1,6 +1,6 @@
 // Command bench measures the functions against the raw NATS limit on the same embedded server,
 // in one run, and prints figures (never asserts them). Its last lines are the ratios the
-// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -campaigns-only | -web-only | -policy-only]
+// project tracks. Usage: go run ./test/bench [-quick] [-commands-only | -signed-only | -shards-only | -restart-only | -campaigns-only | -web-only | -policy-only]
 package main
 
 import (
@@ -42,10 +42,11 @@ type sizes struct {
 	emitterOwnN   int // entities of the emitter's own memory
 	webN          int // entities of the web view's figures
 	webRequests   int // timed requests per page
+	restartN      int // entities of the crash figures (after twice as many commands)
 }
 
 var full = sizes{rawDuration: 5 * time.Second, throughputN: 20000, keys: 64, latencyRate: 1000, latencyFor: 5 * time.Second, emitterCounts: []int{10_000, 100_000, 1_000_000}, webhookN: 20000,
-	campaigns: fullCampaigns, durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000, webN: 1_000_000, webRequests: 200}
+	campaigns: fullCampaigns, durableN: 5000, durableRate: 200, emitterOwnN: 1_000_000, webN: 1_000_000, webRequests: 200, restartN: 1_000_000}
 
 func main() {
 	if runChild() {
@@ -59,6 +60,7 @@ func main() {
 	flag.BoolVar(&webOnly, "web-only", false, "only the web view's figures: the fleet page at a million entities (-quick: 2000) against 50 direct KV reads")
 	flag.BoolVar(&durableOnly, "durable-only", false, "only the durable R3 command figures: throughput and latency (profile them with -cpuprofile)")
 	flag.BoolVar(&policyOnly, "policy-only", false, "only the command throughput with a customer's policy in force and without")
+	flag.BoolVar(&restartOnly, "restart-only", false, "only the crash figures: our store and a bare bucket of a million (-quick: 2000) restarted after SIGKILL and after a clean stop")
 	entities := flag.Int("entities", 0, "entities the command load is spread over (0: 64, or 16 with -quick)")
 	fleet := flag.Int("fleet", 0, "entities of the figures in processes of their own (0: 1,000,000, or the -quick size)")
 	flag.BoolVar(&matureRecords, "mature", false, "records as after many commands (the last 32 command ids and the last event), not fresh ones")
@@ -88,6 +90,7 @@ func main() {
 	}
 	s.keys = cmp.Or(*entities, s.keys)
 	s.emitterOwnN = cmp.Or(*fleet, s.emitterOwnN)
+	s.restartN = cmp.Or(*fleet, s.restartN)
 	runner := run
 	switch {
 	case signedOnly:
@@ -110,6 +113,8 @@ func main() {
 			fmt.Fprintf(out, "ratio durable_command_r3 %.2f\nms durable_p99_r3 %.1f\n", r3.ratio(), ms(r3.p99))
 			return err
 		}
+	case restartOnly:
+		runner = benchRestartOnly
 	}
 	if err := runner(ctx, s, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -119,7 +124,7 @@ func main() {
 }
 
 var smoke = sizes{rawDuration: 300 * time.Millisecond, throughputN: 300, keys: 16, latencyRate: 200, latencyFor: 500 * time.Millisecond, emitterCounts: []int{500, 1000, 2000}, webhookN: 300,
-	campaigns: smokeCampaigns, durableN: 200, durableRate: 100, emitterOwnN: 2000, webN: 2000, webRequests: 20}
+	campaigns: smokeCampaigns, durableN: 200, durableRate: 100, emitterOwnN: 2000, webN: 2000, webRequests: 20, restartN: 2000}
 
 func run(ctx context.Context, s sizes, out io.Writer) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -210,6 +215,11 @@ func run(ctx context.Context, s sizes, out io.Writer) error {
 	durableLines()
 	fmt.Fprintf(out, "mb emitter_1m_own %.0f\n", mb(sh.ownPeak))
 	shardLines(out, sh)
+	rf, err := benchRestart(ctx, s.restartN, out)
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	restartLines(out, rf)
 	wf, err := benchWeb(ctx, s.webN, s.webRequests, out)
 	if err != nil {
 		return fmt.Errorf("web view: %w", err)
@@ -379,6 +389,7 @@ var (
 	webOnly       bool
 	policyOnly    bool
 	durableOnly   bool
+	restartOnly   bool
 )
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -27,6 +27,7 @@ func TestRun_SmokeRunPrintsEveryFigure(t *testing.T) {
 		"ratio durable_command_r1 ", "ratio durable_command_r3 ", "ms durable_p99_r3 ", "mb emitter_1m_own ",
 		"ratio signed_command ", "ratio signed_command_r1 ", "ratio signed_command_r3 ", "ratio policy_command ",
 		"s emitter_1m ", "ratio emitter_1m_deadline ", "ratio emitter_shards_2 ", "ratio emitter_shards_4 ", "ratio emitter_points ", "s notices_1m ",
+		"s restart_kill_1m ", "s restart_kill_bare_1m ", "ratio restart_kill_1m ", "s restart_clean_1m ", "s restart_clean_bare_1m ",
 		"ratio campaign_announce ", "s campaign_100k ", "s campaign_dryrun_1m "} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("output lacks %q:\n%s", line, out.String())

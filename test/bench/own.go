@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/logger"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -59,15 +60,29 @@ func runChild() bool {
 }
 
 // serveChild runs an embedded server (unsynced: the emitter's memory does not depend on it, and
-// filling a million records synced would take minutes), prints its URL and serves until stdin closes (the
-// bench ended or died).
+// filling a million records synced would take minutes), prints its URL once it accepts
+// connections and serves until stdin closes (the bench ended or died), then stops cleanly.
+// It stores in MAINT_BENCH_STORE when that is set (and leaves it: the server is restarted on
+// it), else in a directory of its own.
 func serveChild() error {
-	dir, err := os.MkdirTemp("", "maint-bench-server-")
-	if err != nil {
-		return err
+	dir := os.Getenv(childStoreEnv)
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "maint-bench-server-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
-	srv, err := embedded.Start(embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0"})
+	// A server recovers every stream before it listens: at a million entities after a
+	// SIGKILL that takes longer than the default wait.
+	cfg := embedded.Config{StoreDir: dir, Listen: "127.0.0.1:0", ReadyTimeout: 10 * time.Minute}
+	if os.Getenv(childServerLogEnv) != "" {
+		// What the server recovers at start, stream by stream, with the time each took.
+		cfg.Logger = logger.NewStdLogger(true, false, false, false, true)
+	}
+	stopProfile := childProfile("server")
+	srv, err := embedded.Start(cfg)
+	stopProfile() // the profile covers the recovery
 	if err != nil {
 		return err
 	}
@@ -141,6 +156,12 @@ func childProfile(role string) (stop func()) {
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
+
+// childServerLogEnv, set, makes a server child log to its stderr.
+const childServerLogEnv = "MAINT_BENCH_SERVER_LOG"
+
+// childStoreEnv names the store directory of a server child.
+const childStoreEnv = "MAINT_BENCH_STORE"
 
 // childProfileEnv names the base path of the children's CPU profiles.
 const childProfileEnv = "MAINT_BENCH_CHILD_PROFILE"
