@@ -15,10 +15,15 @@ import (
 // methods it does not implement panic.
 type Program struct {
 	testing.TB // nil: only what is below is implemented
-	name       string
-	log        *slog.Logger
-	ctx        context.Context
-	cancel     context.CancelFunc
+	// Keep leaves the temporary directories (the processes' logs among them) in place at Close.
+	Keep bool
+	// OnFatal, if set, is told why the program stops, before the cleanups run.
+	OnFatal func(reason string)
+
+	name   string
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	failed   bool
@@ -43,6 +48,10 @@ func (p *Program) Close() {
 		fns[i]()
 	}
 	for _, d := range dirs {
+		if p.Keep {
+			p.log.Info("kept", "dir", d)
+			continue
+		}
 		_ = os.RemoveAll(d)
 	}
 }
@@ -56,8 +65,16 @@ func (p *Program) Logf(f string, args ...any) {
 }
 func (p *Program) Error(args ...any)            { p.log.Error(fmt.Sprint(args...)); p.Fail() }
 func (p *Program) Errorf(f string, args ...any) { p.log.Error(fmt.Sprintf(f, args...)); p.Fail() }
-func (p *Program) Fatal(args ...any)            { p.log.Error(fmt.Sprint(args...)); p.FailNow() }
-func (p *Program) Fatalf(f string, args ...any) { p.log.Error(fmt.Sprintf(f, args...)); p.FailNow() }
+func (p *Program) Fatal(args ...any)            { p.fatal(fmt.Sprint(args...)) }
+func (p *Program) Fatalf(f string, args ...any) { p.fatal(fmt.Sprintf(f, args...)) }
+
+func (p *Program) fatal(reason string) {
+	p.log.Error(reason)
+	if p.OnFatal != nil {
+		p.OnFatal(reason)
+	}
+	p.FailNow()
+}
 
 // Fail marks the program failed.
 func (p *Program) Fail() {
