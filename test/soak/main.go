@@ -39,7 +39,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Minute, "how long the steady load runs (the setup and the audit come on top)")
 	flag.DurationVar(&o.tick, "tick", 5*time.Second, "the schedule's tick: the time compression (production ticks every minute)")
 	flag.DurationVar(&o.settle, "settle", 2*time.Minute, "samples of a process this soon after it (re)started are left out of its series (its memory settles)")
-	flag.DurationVar(&o.killEvery, "kill-every", 0, "a SIGKILL of the next process in turn this often (0: each process twice over the run)")
+	flag.DurationVar(&o.killEvery, "kill-every", 0, "a SIGKILL of the next process in turn this often (0: each process once over the run)")
 	flag.DurationVar(&o.forgetAfter, "forget-after", time.Minute, "the command function's --forget-after: how long a forgotten entity's tombstone stays (30 days in production)")
 	flag.DurationVar(&o.markerTTL, "marker-ttl", time.Minute, "how long the marker of an expired tombstone stays in the bucket (an hour in production)")
 	flag.IntVar(&o.entities, "entities", 1000, "the fleet the load starts with")

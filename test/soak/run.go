@@ -147,7 +147,7 @@ func killInTurn(ctx context.Context, t *testenv.Program, o options, st *stack, t
 	order := append([]string{natsRole}, st.functions()...)
 	every := o.killEvery
 	if every == 0 {
-		every = max(20*time.Second, o.duration/time.Duration(2*len(order)))
+		every = max(20*time.Second, o.duration/time.Duration(len(order)))
 	}
 	deadline, _ := ctx.Deadline()
 	kills := 0
