@@ -47,6 +47,10 @@ type Config struct {
 	BatchSize int
 	// MaxRequestBytes caps the estimated encoded size of one request.
 	MaxRequestBytes int
+	// PlantLeak is a test switch, off in every deployment: each tick's run of shard 0 starts a
+	// goroutine that never ends, so that the soak (test/soak -plant-leak) can show that it
+	// catches a leak.
+	PlantLeak bool
 	// Now is the clock for point timestamps and retention (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger

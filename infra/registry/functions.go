@@ -260,6 +260,8 @@ func emitterFlags(fs *pflag.FlagSet) Instance {
 	fs.DurationVar(&cfg.Retention, "retention", emitter.DefaultRetention, "how long an entity in None keeps being emitted")
 	fs.BoolVar(&cfg.PUCM, "pucm", false, "also emit the ARO-RP compatible cluster.maintenance.pucm metric")
 	stuckAfterFlag(fs, &cfg.StuckAfter)
+	fs.BoolVar(&cfg.PlantLeak, "test-plant-leak", false, "test switch: leak one goroutine per tick (test/soak -plant-leak)")
+	_ = fs.MarkHidden("test-plant-leak")
 	return Instance{Run: func(ctx context.Context, env Env) error {
 		c := cfg
 		c.Tick, c.Logger = env.Tick, env.Log

@@ -57,6 +57,7 @@ func (k *keyed) lift() {
 			for _, e := range k.fenced {
 				_ = e.raw.Nak()
 				delete(k.held, e.msg.Seq)
+				e.lease.release()
 			}
 			k.fenced, k.checking = nil, false
 			k.signalIdleLocked()

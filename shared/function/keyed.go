@@ -106,9 +106,11 @@ func (k *keyed) receive(raw jetstream.Msg) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.closed {
+		e.lease.release()
 		return // stopped: the server redelivers it
 	}
 	if _, dup := k.held[msg.Seq]; dup {
+		e.lease.release()
 		return // a redelivery of a message in hand: the copy in hand is settled
 	}
 	if e.conn != k.conn {
@@ -180,6 +182,7 @@ func (k *keyed) readyLocked(e *keyedEntry) {
 func (k *keyed) run(e *keyedEntry) {
 	defer k.wg.Done()
 	settled := k.r.processInPlace(e.ctx, k.name, e.raw, e.msg)
+	e.lease.release()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.running--
@@ -191,6 +194,7 @@ func (k *keyed) run(e *keyedEntry) {
 		k.fenceNextLocked()
 		for _, w := range q {
 			delete(k.held, w.msg.Seq)
+			w.lease.release()
 		}
 		k.ready = slices.DeleteFunc(k.ready, func(w *keyedEntry) bool { return w.key == e.key })
 		q = nil

@@ -186,6 +186,9 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 	t.fleetPB = resourceProto(t.fleetRes.Attributes())
 	t.mp = sdkmetric.NewMeterProvider(opts...)
+	if err := registerRuntime(t.mp); err != nil {
+		return nil, err
+	}
 	t.log.Info("telemetry ready", "mode", string(t.mode), "service", serviceName(t.res), "prometheus", t.promAddr)
 	return t, nil
 }

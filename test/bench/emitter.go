@@ -6,8 +6,6 @@ import (
 	"os"
 	goruntime "runtime"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"maintsignals/functions/emitter"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/store"
+	"maintsignals/test/testenv"
 )
 
 // fillBucket writes records so that the bucket tracks n entities in all, spread over every
@@ -251,19 +250,4 @@ func sampleHeap() (stop func() uint64) {
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // rssPeak is VmHWM in bytes, 0 where unknown.
-func rssPeak() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb * 1024
-		}
-	}
-	return 0
-}
+func rssPeak() uint64 { return testenv.ProcMemory("self", "VmHWM") }

@@ -259,6 +259,12 @@ func TestReceiver_CountsEachTicksDistinctValues(t *testing.T) {
 	if n := r.SeenSince(t3); n != 1 {
 		t.Errorf("seen since tick 3: %d, want 1", n)
 	}
+	if got := r.TickValues(t2); len(got) != 3 || !got["a"] || !got["b"] || !got["c"] {
+		t.Errorf("values of tick 2: %v, want a, b and c", got)
+	}
+	if got := r.TickValues(t1); got != nil {
+		t.Errorf("values of tick 1, no longer kept: %v, want none", got)
+	}
 }
 
 func TestReceiver_WithoutDecodingRecordsSizesOnly(t *testing.T) {

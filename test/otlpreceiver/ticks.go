@@ -113,6 +113,26 @@ func (r *Receiver) TickCounts() []TickCount {
 	return out
 }
 
+// TickValues are the distinct values of the counted attribute among the points of value 1 of
+// the tick at time at (with WithTickCounts, while the tick is kept): for
+// cluster.maintenance.status, the entities that tick exported.
+func (r *Receiver) TickValues(at time.Time) map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		return nil
+	}
+	st := r.counts.ticks[uint64(at.UnixNano())]
+	if st == nil {
+		return nil
+	}
+	out := make(map[string]bool, len(st.ids))
+	for id := range st.ids {
+		out[id] = true
+	}
+	return out
+}
+
 // SeenSince is how many distinct values of the counted attribute were counted in a tick at or
 // after t (with WithTickCounts): for cluster.maintenance.status, the entities exported since.
 func (r *Receiver) SeenSince(t time.Time) int {

@@ -249,16 +249,23 @@ func RunAudit(t testing.TB, js jetstream.JetStream, in AuditInput) Audit {
 // and is dropped by the events stream. The functions read only the latest revision, and the
 // compare-and-swap checks only the latest, so this changes retention, not behaviour.
 func KeepBucketHistory(ctx context.Context, js jetstream.JetStream) error {
+	return UpdateRecordsStreams(ctx, js, func(cfg *jetstream.StreamConfig) {
+		// Not -1 (unlimited): a bucket's clients refuse a stream without a positive limit.
+		cfg.MaxMsgsPerSubject = 1 << 30
+	})
+}
+
+// UpdateRecordsStreams changes the configuration of every cell's records stream with change.
+func UpdateRecordsStreams(ctx context.Context, js jetstream.JetStream, change func(*jetstream.StreamConfig)) error {
 	for _, c := range domain.AllCells() {
 		s, err := js.Stream(ctx, c.RecordsStream())
 		if err != nil {
 			return err
 		}
 		cfg := s.CachedInfo().Config
-		// Not -1 (unlimited): a bucket's clients refuse a stream without a positive limit.
-		cfg.MaxMsgsPerSubject = 1 << 30
+		change(&cfg)
 		if _, err = js.UpdateStream(ctx, cfg); err != nil {
-			return err
+			return fmt.Errorf("update %s: %w", c.RecordsStream(), err)
 		}
 	}
 	return nil

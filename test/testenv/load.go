@@ -22,10 +22,15 @@ import (
 func ResourceIDs(prefix string, n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
-		sub := uint64(i) * 0x9e3779b97f4a7c15 & (1<<48 - 1) // a bijection on 48 bits: distinct
-		ids[i] = fmt.Sprintf("/subscriptions/0b1f6471-1bf0-4dda-aec3-%012x/resourceGroups/rg-%s/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s.%03d", sub, prefix, prefix, i)
+		ids[i] = ResourceID(prefix, i)
 	}
 	return ids
+}
+
+// ResourceID is the i-th of ResourceIDs(prefix, n), for a load that makes entities as it goes.
+func ResourceID(prefix string, i int) string {
+	sub := uint64(i) * 0x9e3779b97f4a7c15 & (1<<48 - 1) // a bijection on 48 bits: distinct
+	return fmt.Sprintf("/subscriptions/0b1f6471-1bf0-4dda-aec3-%012x/resourceGroups/rg-%s/providers/Microsoft.RedHatOpenShift/openShiftClusters/%s.%03d", sub, prefix, prefix, i)
 }
 
 // RandomCommands makes n commands over the given entities with every task, forced or not,
