@@ -73,6 +73,9 @@ type Config struct {
 	// Coalesce is how long a live page waits after a change for more before it is told to
 	// refresh (default 200ms), and at least how long between two refreshes.
 	Coalesce time.Duration
+	// PageTokenKey seals the API's page tokens (32 bytes; default: made when the view
+	// starts). Replicas behind one address share it, so that a walk may move between them.
+	PageTokenKey []byte
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
