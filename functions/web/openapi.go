@@ -43,13 +43,12 @@ func buildDocument() ([]byte, error) {
 		bodies[name] = s
 	}
 	doc := schema{
-		"openapi":           "3.1.0",
-		"jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
-		"info":              info(),
-		"servers":           []any{schema{"url": "/", "description": "the web view's address (maintctl up --web-listen, maintctl function web)"}},
-		"security":          []any{schema{}, schema{"bearer": []any{}}, schema{"mutualTLS": []any{}}},
-		"tags":              tags(),
-		"paths":             paths(bodies),
+		"openapi":  "3.1.0",
+		"info":     info(),
+		"servers":  []any{schema{"url": "/", "description": "the web view's address (maintctl up --web-listen, maintctl function web)"}},
+		"security": []any{schema{}, schema{"bearer": []any{}}, schema{"mutualTLS": []any{}}},
+		"tags":     tags(),
+		"paths":    paths(bodies),
 		"components": schema{
 			"schemas":    r.Components,
 			"parameters": parameters(),
