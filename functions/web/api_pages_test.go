@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -146,5 +147,39 @@ func TestAPI_PageTokenIsOpaqueAndBoundToItsFilter(t *testing.T) {
 		if a := j.get(t, s.url+"/api/v1/entities?state=CustomerActionNeeded&pageToken="+url.QueryEscape(bad), op...); a.status != http.StatusBadRequest || a.problem(t).Target != "pageToken" {
 			t.Errorf("token %q: %d %s", bad, a.status, a.body)
 		}
+	}
+}
+
+// Replicas that share --web-page-key-file read each other's tokens (the walk goes on over the
+// fleet as it is, after the token's key); a replica with its own key refuses them.
+func TestAPI_ReplicasSharingThePageKeyContinueEachOthersWalks(t *testing.T) {
+	key := writeFile(t, "page-key", "a secret the replicas share\n")
+	s := startStack(t, web.Config{PageKeyFile: key})
+	j := newJudge(t)
+	for i := range 5 {
+		s.send(t, rid("s1", fmt.Sprintf("c%d", i)), domain.TaskCustomerActionNeeded, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	shared, sharedURL := serve(t, ctx, s.env.JS, web.Config{PageKeyFile: key}, done)
+	own, ownURL := serve(t, ctx, s.env.JS, web.Config{}, done)
+	testenv.Eventually(t, 10*time.Second, "both replicas hold the fleet", func() bool {
+		return shared.Loaded() && own.Loaded() && len(walk(t, j, sharedURL, "", 10, nil)) == 5 && len(walk(t, j, ownURL, "", 10, nil)) == 5
+	})
+	var first web.EntityList
+	j.get(t, s.url+"/api/v1/entities?pageSize=2").decode(t, &first)
+	next := "/api/v1/entities?pageSize=10&pageToken=" + url.QueryEscape(first.NextPageToken)
+	var rest web.EntityList
+	if a := j.get(t, sharedURL+next); a.status != http.StatusOK {
+		t.Fatalf("the replica sharing the key: %d %s", a.status, a.body)
+	} else {
+		a.decode(t, &rest)
+	}
+	if got := ids(append(first.Items, rest.Items...)); len(got) != 5 || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != 5 {
+		t.Errorf("the walk across replicas: %v", got)
+	}
+	if a := j.get(t, ownURL+next); a.status != http.StatusBadRequest || a.problem(t).Target != "pageToken" {
+		t.Errorf("the replica with its own key: %d %s", a.status, a.body)
 	}
 }

@@ -38,8 +38,8 @@ var webPages = []struct{ name, query string }{
 }
 
 // apiPages are the API's requests timed: a first page of the entities (100 records) unfiltered,
-// then filtered by state and prefix.
-var apiPages = []string{"/api/v1/entities", "/api/v1/entities?state=Pending&prefix=%2Fsubscriptions%2F0000a"}
+// then filtered by state (one entity in a hundred is Pending, spread over the key order).
+var apiPages = []string{"/api/v1/entities", "/api/v1/entities?state=Pending"}
 
 type webFigures struct {
 	first, filtered, kvGet50 time.Duration
