@@ -154,3 +154,25 @@ func TestAPI_EventsResumeWithLastEventIDAcrossCells(t *testing.T) {
 		t.Errorf("after the last event came %s, want %s", next[0].data, want[16])
 	}
 }
+
+// A customer's feed carries the events of its scopes alone.
+func TestAPI_EventsOfACustomerAreOfItsScopes(t *testing.T) {
+	s := startTenants(t, web.Config{})
+	j := newJudge(t)
+	since := time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
+	mine, theirs := rid("s1", "a"), rid("s10", "b")
+	s.send(t, theirs, domain.TaskCustomerActionNeeded, func(c *domain.Command) { c.ID = "theirs-1" })
+	s.send(t, mine, domain.TaskCustomerActionNeeded, func(c *domain.Command) { c.ID = "mine-1" })
+	s.send(t, ridIn("S2", "RG-1", "c"), domain.TaskCustomerActionNeeded, func(c *domain.Command) { c.ID = "theirs-2" })
+	s.send(t, mine, domain.TaskNone, func(c *domain.Command) { c.ID = "mine-2" })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := feed(t, ctx, j, s.url+"/api/v1/events?since="+since, bearer(contosoToken)...)
+	var got []string
+	for _, ev := range take(t, j, ch, 2) {
+		got = append(got, commandOf(t, ev))
+	}
+	if strings.Join(got, " ") != "mine-1 mine-2" {
+		t.Errorf("the customer's feed: %v, want its own two commands", got)
+	}
+}
