@@ -171,7 +171,7 @@ func (v *View) readStored(ctx context.Context, stream, subject string, after uin
 	if err != nil {
 		return p, fmt.Errorf("read %s: %w", stream, err)
 	}
-	if cons.CachedInfo().NumPending == 0 {
+	if info := cons.CachedInfo(); info == nil || info.NumPending == 0 {
 		return p, nil
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(min(n+1, 1024)))
