@@ -70,14 +70,48 @@ func TestToolVersions_AreTheOnesCIInstalls(t *testing.T) {
 	}
 }
 
-func TestSpectral_FindsNoErrorInTheDocument(t *testing.T) {
+func TestSpectral_FindsNoErrorInTheDocumentAndOneInADamagedCopy(t *testing.T) {
 	spectral := tool(t, "MAINT_SPECTRAL", "spectral-"+spectralVersion+"/node_modules/.bin/spectral",
 		"npm install --prefix ~/.cache/maintsignals/spectral-"+spectralVersion+" @stoplight/spectral-cli@"+spectralVersion)
-	out, err := exec.Command(spectral, "lint", "--ruleset", ".spectral.yaml", "--fail-severity", "error", "openapi.json").CombinedOutput()
-	if err != nil {
-		t.Errorf("spectral lint: %v\n%s", err, out)
+	for _, tc := range []struct {
+		name   string
+		damage func(doc map[string]any)
+		ok     bool
+	}{
+		{"the document", func(map[string]any) {}, true},
+		{"an operationId twice", func(doc map[string]any) {
+			get := doc["paths"].(map[string]any)["/api/v1/policies"].(map[string]any)["get"].(map[string]any)
+			get["operationId"] = "getEntity"
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := damaged(t, tc.damage)
+			out, err := exec.Command(spectral, "lint", "--ruleset", ".spectral.yaml", "--fail-severity", "error", p).CombinedOutput()
+			if (err == nil) != tc.ok {
+				t.Errorf("spectral lint passed %v, want %v: %v\n%s", err == nil, tc.ok, err, out)
+			}
+		})
 	}
-	t.Logf("spectral lint:\n%s", out)
+}
+
+// damaged writes the document, changed by damage, to a file of the test's.
+func damaged(t *testing.T, damage func(doc map[string]any)) string {
+	t.Helper()
+	b, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	damage(doc)
+	b, _ = json.Marshal(doc)
+	p := filepath.Join(t.TempDir(), "openapi.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // oasdiff runs oasdiff breaking from the released document to doc.
@@ -110,21 +144,7 @@ func TestOasdiff_RefusesABreakingChange(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := os.ReadFile("openapi.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc map[string]any
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatal(err)
-			}
-			tc.damage(doc)
-			b, _ = json.Marshal(doc)
-			p := filepath.Join(t.TempDir(), "broken.json")
-			if err := os.WriteFile(p, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if out, err := oasdiff(t, p); err == nil {
+			if out, err := oasdiff(t, damaged(t, tc.damage)); err == nil {
 				t.Errorf("oasdiff let a breaking change through:\n%s", out)
 			}
 		})
