@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,5 +128,22 @@ func TestJudge_RefusesAnswersOutsideTheDocument(t *testing.T) {
 				t.Errorf("valid %v, want %v: %v", err == nil, tc.ok, err)
 			}
 		})
+	}
+}
+
+// The fleet page and the API answer one query of one index: the same records, in the same
+// shape, for the same filter.
+func TestAPI_AnswersTheFleetPagesRecords(t *testing.T) {
+	s := startStack(t, web.Config{})
+	j := newJudge(t)
+	for i, task := range []domain.Task{domain.TaskCustomerActionNeeded, domain.TaskEverything, domain.TaskCustomerActionNeeded} {
+		s.send(t, rid("s1", strconv.Itoa(i)), task, nil)
+	}
+	testenv.Eventually(t, 5*time.Second, "every command in the view", func() bool { return s.fleet(t, "").Entities == 3 })
+	page := s.fleet(t, "?state=customeractionneeded")
+	var l web.EntityList
+	j.get(t, s.url+"/api/v1/entities?state=customeractionneeded").decode(t, &l)
+	if len(l.Items) != 2 || !reflect.DeepEqual(page.Rows, l.Items) {
+		t.Errorf("the fleet page's records\n%+v\nthe API's\n%+v", page.Rows, l.Items)
 	}
 }
