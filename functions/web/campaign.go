@@ -22,11 +22,12 @@ import (
 type CampaignsPage struct {
 	// Available says whether the campaigns bucket exists (no campaign function ran yet when not).
 	Available bool              `json:"available"`
-	Campaigns []campaignSummary `json:"campaigns"`
+	Campaigns []CampaignSummary `json:"campaigns"`
 	At        time.Time         `json:"at"`
 }
 
-type campaignSummary struct {
+// CampaignSummary is a campaign in the list of campaigns.
+type CampaignSummary struct {
 	ID         string          `json:"id"`
 	Reason     string          `json:"reason,omitempty"`
 	Task       domain.Task     `json:"task"`
@@ -42,8 +43,8 @@ type campaignSummary struct {
 	UpdatedAt  time.Time       `json:"updatedAt"`
 }
 
-func summarizeCampaign(c *campaign.Campaign, r campaign.Report) campaignSummary {
-	return campaignSummary{ID: c.ID, Reason: c.Spec.Reason, Task: c.Spec.Task, Status: r.Status, Generation: r.Generation,
+func summarizeCampaign(c *campaign.Campaign, r campaign.Report) CampaignSummary {
+	return CampaignSummary{ID: c.ID, Reason: c.Spec.Reason, Task: c.Spec.Task, Status: r.Status, Generation: r.Generation,
 		Entities: r.Entities, Phases: r.Phases, Done: r.Done, Finished: r.Finished, Earliest: c.Spec.Window.Earliest,
 		Deadline: c.Spec.Window.Deadline, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
@@ -97,20 +98,30 @@ func (v *View) campaignPage(w http.ResponseWriter, r *http.Request) {
 	if !v.campaignsRead(w, r) {
 		return
 	}
-	rep, c, ok := v.campaigns.report(id)
+	p, ok := v.campaignBody(r.Context(), id)
 	if !ok {
 		v.fail(w, r, http.StatusNotFound, "no campaign "+id)
 		return
 	}
+	v.answer(w, r, "campaign", layout{Title: "Campaign " + id, Nav: "campaigns", Live: true, Body: p})
+}
+
+// campaignBody is campaign id's page (the page's JSON and the API's), false when there is
+// no such campaign.
+func (v *View) campaignBody(ctx context.Context, id string) (CampaignPage, bool) {
+	rep, c, ok := v.campaigns.report(id)
+	if !ok {
+		return CampaignPage{}, false
+	}
 	now := v.cfg.Now().UTC()
 	p := CampaignPage{Report: rep, Reason: c.Spec.Reason, Task: c.Spec.Task, Spec: c.Spec, At: now}
 	var err error
-	if p.Burndown, err = v.burndown(r.Context(), id); err != nil {
+	if p.Burndown, err = v.burndown(ctx, id); err != nil {
 		v.log.Warn("campaign page: its events could not be read; the burndown shows now only", "campaign", id, "error", err)
 	}
 	p.Burndown = append(p.Burndown, BurndownPoint{At: now, Remaining: rep.Entities - rep.Done, Done: rep.Done,
 		Failed: rep.Phases.Of(campaign.PhaseFailed)})
-	v.answer(w, r, "campaign", layout{Title: "Campaign " + id, Nav: "campaigns", Live: true, Body: p})
+	return p, true
 }
 
 // campaignsRead answers 503 until the campaigns' buckets are read once, so that a replica

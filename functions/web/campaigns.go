@@ -149,14 +149,14 @@ func (c *campaigns) report(id string) (campaign.Report, *campaign.Campaign, bool
 }
 
 // list is every campaign's report, the newest first, and whether the campaigns bucket exists.
-func (c *campaigns) list() ([]campaignSummary, bool) {
+func (c *campaigns) list() ([]CampaignSummary, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make([]campaignSummary, 0, len(c.byID))
+	out := make([]CampaignSummary, 0, len(c.byID))
 	for _, cp := range c.byID {
 		out = append(out, summarizeCampaign(cp, campaign.NewReport(cp, c.tally(cp))))
 	}
-	slices.SortFunc(out, func(a, b campaignSummary) int {
+	slices.SortFunc(out, func(a, b CampaignSummary) int {
 		if d := b.CreatedAt.Compare(a.CreatedAt); d != 0 {
 			return d
 		}

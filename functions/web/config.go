@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
@@ -73,6 +74,12 @@ type Config struct {
 	// Coalesce is how long a live page waits after a change for more before it is told to
 	// refresh (default 200ms), and at least how long between two refreshes.
 	Coalesce time.Duration
+	// PageTokenKey seals the API's page tokens (32 bytes; default: made when the view
+	// starts). Replicas behind one address share it, so that a walk may move between them.
+	PageTokenKey []byte
+	// PageKeyFile, when set, holds a secret (at least 16 characters) whose SHA-256 is the
+	// PageTokenKey: the file the replicas share.
+	PageKeyFile string
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -124,6 +131,9 @@ func (c Config) withDefaults() (Config, error) {
 // loadSecrets reads the token files and the TLS files.
 func (c *Config) loadSecrets() error {
 	if err := c.loadTokens(); err != nil {
+		return err
+	}
+	if err := c.loadPageKey(); err != nil {
 		return err
 	}
 	switch {
@@ -201,4 +211,22 @@ func isLoopback(addr string) (bool, error) {
 func Check(cfg Config) error {
 	_, err := cfg.withDefaults()
 	return err
+}
+
+// loadPageKey reads PageKeyFile into PageTokenKey.
+func (c *Config) loadPageKey() error {
+	if c.PageKeyFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.PageKeyFile)
+	if err != nil {
+		return fmt.Errorf("%w: PageKeyFile: %w", ErrInvalidConfig, err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < 16 {
+		return fmt.Errorf("%w: PageKeyFile: a secret of at least 16 characters", ErrInvalidConfig)
+	}
+	key := sha256.Sum256([]byte(secret))
+	c.PageTokenKey = key[:]
+	return nil
 }

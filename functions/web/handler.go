@@ -18,6 +18,7 @@ func (v *View) Handler() http.Handler {
 	mux.Handle("GET /assets/", assets())
 	mux.HandleFunc("GET /signin", v.signinPage)
 	mux.HandleFunc("POST /signin", v.signin)
+	v.apiRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -103,7 +104,7 @@ func (v *View) holder(r *http.Request) (*Customer, bool) {
 
 func (v *View) unauthorized(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="maintsignals"`)
-	if negotiate(r) == formatHTML && r.Method == http.MethodGet {
+	if negotiate(r) == formatHTML && r.Method == http.MethodGet && !isAPI(r) {
 		v.html(w, r, http.StatusUnauthorized, "signin", layout{Title: "Sign in", Body: signinForm{Next: r.URL.RequestURI()}})
 		return
 	}

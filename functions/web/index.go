@@ -134,15 +134,13 @@ func (x *index) put(key string, rev uint64, r domain.Record) {
 		x.remove(key)
 		return
 	}
-	n := x.summarize(key, rev, r)
-	if old, ok := x.all.Get(&entry{key: key}); ok {
+	// A new entry, never the old one changed: the trees of an API walk's snapshot
+	// (snapshot.go) still hold the old one.
+	e := new(entry)
+	*e = x.summarize(key, rev, r)
+	if old, ok := x.all.Set(e); ok {
 		x.unlink(old)
-		*old = n
-		x.link(old)
-		return
 	}
-	e := &n
-	x.all.Set(e)
 	x.link(e)
 }
 

@@ -119,6 +119,36 @@ type Query struct {
 	After  string // the page after this key
 	Before string // the page before this key (when After is empty)
 	Limit  int
+	// Updating, when set, keeps the entities whose update runs (or not); StartBefore and
+	// StartAfter (Unix nanoseconds, 0 none) keep the windows that start strictly before or
+	// after them.
+	Updating                *bool
+	StartBefore, StartAfter int64
+}
+
+// admits reports whether e passes the filters that are not a range of a tree.
+func (q Query) admits(e *entry) bool {
+	if q.Updating != nil && e.updating != *q.Updating {
+		return false
+	}
+	if q.StartBefore != 0 && (!e.hasWindow || e.winStart >= q.StartBefore) {
+		return false
+	}
+	return q.StartAfter == 0 || (e.hasWindow && e.winStart > q.StartAfter)
+}
+
+// trees are the orders a page is read from: the index's own, or a walk's snapshot of them.
+type trees struct {
+	all     *btree.BTreeG[*entry]
+	byState []*btree.BTreeG[*entry]
+}
+
+// of is the tree of the entities in state s ("" every state).
+func (t trees) of(s domain.State) *btree.BTreeG[*entry] {
+	if s == "" {
+		return t.all
+	}
+	return t.byState[stateIndex(s)]
 }
 
 // Page is a page of the fleet table.
@@ -178,10 +208,13 @@ func countIn(t *btree.BTreeG[*entry], spans []span) int {
 func (x *index) page(q Query, now time.Time) Page {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	t := x.all
-	if q.State != "" {
-		t = x.byState[stateIndex(q.State)]
-	}
+	return x.pageIn(trees{x.all, x.byState}, q, now)
+}
+
+// pageIn is the page q selects of the trees (the index's, or a snapshot's): the one query of
+// the fleet page and of the API. The caller holds the lock (the policies judge the rows).
+func (x *index) pageIn(in trees, q Query, now time.Time) Page {
+	t := in.of(q.State)
 	spans := spansOf(q.Viewer.within(q.Prefix))
 	var got []*entry
 	var p Page
@@ -219,7 +252,9 @@ func pageBefore(t *btree.BTreeG[*entry], spans []span, q Query) ([]*entry, Page)
 			if e.key < s.lo {
 				return false
 			}
-			got = append(got, e)
+			if q.admits(e) {
+				got = append(got, e)
+			}
 			return len(got) <= q.Limit
 		})
 	}
@@ -254,7 +289,9 @@ func pageAfter(t *btree.BTreeG[*entry], spans []span, q Query) ([]*entry, Page) 
 			if !s.holds(e.key) {
 				return false
 			}
-			got = append(got, e)
+			if q.admits(e) {
+				got = append(got, e)
+			}
 			return len(got) <= q.Limit
 		})
 	}

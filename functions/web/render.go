@@ -140,6 +140,10 @@ type errorBody struct {
 
 // fail answers an error in the format asked for.
 func (v *View) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if isAPI(r) {
+		v.problem(w, status, "", msg)
+		return
+	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "2")
 	}

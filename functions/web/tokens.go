@@ -124,6 +124,14 @@ func (c *Customer) within(prefix string) []string {
 }
 
 // scopeIDs are the holder's scopes as given, for the pages.
+// name is the holder's name ("" the operator).
+func (c *Customer) name() string {
+	if c == nil {
+		return ""
+	}
+	return c.Name
+}
+
 func (c *Customer) scopeIDs() []string {
 	if c == nil {
 		return nil

@@ -68,6 +68,10 @@ type View struct {
 	loaded    atomic.Bool  // the bucket's records as of the first read are in the index
 	loading   atomic.Int64 // records read since the read started
 	followers []*follower
+
+	// seal seals the API's page tokens; walks keeps the snapshots of its walks.
+	seal  *sealer
+	walks *walks
 }
 
 // New prepares the view on js (no connection to any bucket is needed yet: each is followed
@@ -84,6 +88,10 @@ func New(js jetstream.JetStream, cfg Config) (*View, error) {
 	}
 	v := &View{cfg: cfg, js: js, cl: cl, log: log, fleet: newIndex(cfg.StuckAfter),
 		campaigns: newCampaigns(log), live: newHub(), decode: decodeSummary}
+	if v.seal, err = newSealer(cfg.PageTokenKey); err != nil {
+		return nil, err
+	}
+	v.walks = newWalks()
 	if v.pages, err = newPages(v); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,7 @@ func webFlags(fs *pflag.FlagSet) Instance {
 	fs.StringVar(&cfg.Listen, "web-listen", web.DefaultListen, `host:port of the web view ("" for none); beyond loopback it needs --web-token-file, --web-tokens or --web-client-ca`)
 	fs.StringVar(&cfg.TokenFile, "web-token-file", "", "file holding the bearer token every request to the web view must carry (at least 16 characters)")
 	fs.StringVar(&cfg.TokensFile, "web-tokens", "", `file of customer tokens for the web view, a JSON array [{"name","token","scopes":["/subscriptions/<id>"]}]: each holder sees the entities of its scopes only`)
+	fs.StringVar(&cfg.PageKeyFile, "web-page-key-file", "", "file holding a secret (at least 16 characters) that seals the API's page tokens: replicas that share it continue each other's walks (default: a key made at start)")
 	fs.StringVar(&cfg.TLSCert, "web-tls-cert", "", "certificate (PEM) the web view serves HTTPS with")
 	fs.StringVar(&cfg.TLSKey, "web-tls-key", "", "key (PEM) of --web-tls-cert")
 	fs.StringVar(&cfg.ClientCA, "web-client-ca", "", "authorities (PEM) whose client certificates the web view requires (with --web-tls-cert)")

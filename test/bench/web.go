@@ -37,8 +37,13 @@ var webPages = []struct{ name, query string }{
 	{"prefix of every entity", "/?prefix=%2Fsubscriptions%2F"},
 }
 
+// apiPages are the API's requests timed: a first page of the entities (100 records) unfiltered,
+// then filtered by state (one entity in a hundred is Pending, spread over the key order).
+var apiPages = []string{"/api/v1/entities", "/api/v1/entities?state=Pending"}
+
 type webFigures struct {
 	first, filtered, kvGet50 time.Duration
+	api                      [2]time.Duration
 	heap, rss                uint64
 	n                        int
 }
@@ -74,6 +79,14 @@ func benchWeb(ctx context.Context, n, requests int, out io.Writer) (webFigures, 
 			f.filtered = p99
 		}
 	}
+	for i, q := range apiPages {
+		p50, p99, err := timePage(ctx, hc, "http://"+addr+q, requests)
+		if err != nil {
+			return f, fmt.Errorf("api %s: %w", q, err)
+		}
+		fmt.Fprintf(out, "api first page, %-28s p50 %6.1f ms, p99 %6.1f ms (%d warm requests)\n", q+":", ms(p50), ms(p99), requests)
+		f.api[i] = p99
+	}
 	p50, p99, err := timeKVGets(ctx, js, n, requests)
 	if err != nil {
 		return f, err
@@ -85,6 +98,7 @@ func benchWeb(ctx context.Context, n, requests int, out io.Writer) (webFigures, 
 
 func (f webFigures) lines(out io.Writer) {
 	fmt.Fprintf(out, "ms web_fleet_page_1m %.1f %.1f\n", ms(f.first), ms(f.filtered))
+	fmt.Fprintf(out, "ms api_entities_1m %.1f %.1f\n", ms(f.api[0]), ms(f.api[1]))
 	fmt.Fprintf(out, "ms kv_get_50 %.1f\n", ms(f.kvGet50))
 	fmt.Fprintf(out, "mb web_heap_per_1m %.0f\n", mb(f.heap)*1e6/float64(f.n))
 }
