@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/regions"
 )
 
 // HubConfig is what the hub provisions (README, Regions): the stream that sources every
@@ -60,7 +61,7 @@ func Hub(ctx context.Context, js jetstream.JetStream, c HubConfig) (Change, erro
 		_, err = js.CreateStream(ctx, want)
 		ch.Action = Created
 	case err != nil:
-	case slices.Equal(SourceRegions(s.CachedInfo().Config.Sources), c.Regions) && s.CachedInfo().Config.Replicas == want.Replicas:
+	case slices.Equal(regions.SourceRegions(s.CachedInfo().Config.Sources), c.Regions) && s.CachedInfo().Config.Replicas == want.Replicas:
 		ch.Action = Unchanged
 	default:
 		_, err = js.UpdateStream(ctx, want)
@@ -73,16 +74,3 @@ func Hub(ctx context.Context, js jetstream.JetStream, c HubConfig) (Change, erro
 	return ch, nil
 }
 
-// SourceRegions are the regions a hub stream's sources name, in their order.
-func SourceRegions(sources []*jetstream.StreamSource) []string {
-	var out []string
-	for _, s := range sources {
-		if s.External == nil {
-			continue
-		}
-		if r, ok := domain.RegionOfAPIPrefix(s.External.APIPrefix); ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}

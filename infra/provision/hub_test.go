@@ -10,6 +10,7 @@ import (
 
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
+	"maintsignals/shared/regions"
 	"maintsignals/test/testenv"
 )
 
@@ -73,7 +74,7 @@ func TestHub_RegionsAreItsStreamsSources(t *testing.T) {
 		if err != nil || ch.Action != tc.want {
 			t.Fatalf("Hub(%v) = %v, %v; want %s", tc.regions, ch, err, tc.want)
 		}
-		got := provision.SourceRegions(streamOf(ctx, t, hub.JS, domain.RegionsStream).CachedInfo().Config.Sources)
+		got := regions.SourceRegions(streamOf(ctx, t, hub.JS, domain.RegionsStream).CachedInfo().Config.Sources)
 		if !slices.Equal(got, tc.regions) {
 			t.Errorf("sources %v, want %v", got, tc.regions)
 		}
