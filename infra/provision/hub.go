@@ -73,4 +73,3 @@ func Hub(ctx context.Context, js jetstream.JetStream, c HubConfig) (Change, erro
 	}
 	return ch, nil
 }
-
