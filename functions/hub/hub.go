@@ -40,7 +40,7 @@ type Config struct {
 // Run serves the view and keeps the sources until ctx ends.
 func Run(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, cfg Config) error {
 	read := NewReader(js, cfg.Log)
-	reg, err := registerMetrics(tel.Meter(ScopeName), read)
+	reg, err := RegisterMetrics(tel.Meter(ScopeName), read)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func TestHandler_AnswersUnavailableWhenTheViewCannotBeRead(t *testing.T) {
 func TestMetrics_ExportEachRegionsAgeAndEntities(t *testing.T) {
 	rd := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
-	if _, err := registerMetrics(mp.Meter(ScopeName), view); err != nil {
+	if _, err := RegisterMetrics(mp.Meter(ScopeName), view); err != nil {
 		t.Fatal(err)
 	}
 	var rm metricdata.ResourceMetrics

@@ -20,10 +20,10 @@ const (
 	ScopeName = "maintsignals/functions/hub"
 )
 
-// registerMetrics observes, at each collection, the age of every region's summary (a region
+// RegisterMetrics observes, at each collection, the age of every region's summary (a region
 // never heard of has no age point: its absence is what the alert sees) and its entities per
 // state, from the view as it is then.
-func registerMetrics(m metric.Meter, read Reader) (metric.Registration, error) {
+func RegisterMetrics(m metric.Meter, read Reader) (metric.Registration, error) {
 	age, err := m.Float64ObservableGauge(MetricRegionAge, metric.WithUnit("s"),
 		metric.WithDescription("Age of the region's summary at the hub, by the tick time inside it."))
 	if err != nil {
