@@ -167,6 +167,8 @@ type batcher struct {
 	// for longer than the stuck limit; conflicts those whose window a customer's policy,
 	// changed since, no longer allows (the run counts them: conflict).
 	overdue, stuck, conflicts int64
+	// updating counts the emitted entities whose update is in progress (the region's summary).
+	updating int64
 }
 
 // conflict counts an emitted entity whose window is in conflict with its policy.
@@ -230,18 +232,26 @@ func (b *batcher) add(resourceID string, si int, r domain.Record, at place) (ful
 	if hasSince {
 		c.doublePoint(&c.stateStart, b.ns, unixSeconds(r.StateSince), id)
 	}
-	if r.Overdue(b.now) {
-		b.overdue++
-	}
-	if r.Stuck(b.now, b.stuckAt) {
-		b.stuck++
-	}
+	b.judge(r)
 	c.bytes += size
 	c.entities++
 	b.byState[si]++
 	b.entities++
 	b.points += n
 	return full
+}
+
+// judge counts an emitted record among the overdue, the stuck and the updating.
+func (b *batcher) judge(r domain.Record) {
+	if r.Overdue(b.now) {
+		b.overdue++
+	}
+	if r.Stuck(b.now, b.stuckAt) {
+		b.stuck++
+	}
+	if r.Updating {
+		b.updating++
+	}
 }
 
 // finish returns the shard's last batch: the entities not sent yet and the fleet view of the

@@ -51,6 +51,9 @@ type Config struct {
 	// goroutine that never ends, so that the soak (test/soak -plant-leak) can show that it
 	// catches a leak.
 	PlantLeak bool
+	// Region, when set, is the region this deployment is (README, Regions): each run then
+	// publishes its shards' parts of the region's summary, which the hub sources.
+	Region string
 	// Now is the clock for point timestamps and retention (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -87,6 +90,11 @@ func (c Config) withDefaults() (Config, error) {
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Region != "" {
+		if err := domain.ValidRegion(c.Region); err != nil {
+			return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 	}
 	switch {
 	case c.BatchSize < pointsPerEntity+1:

@@ -47,6 +47,7 @@ var (
 // Emitter holds the dependencies of the tick handler.
 type Emitter struct {
 	cfg     Config
+	js      jetstream.JetStream // publishes the region's summary
 	store   *store.Store
 	tel     *telemetry.Telemetry
 	log     *slog.Logger
@@ -98,7 +99,7 @@ func New(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 		return nil, err
 	}
 	e := &Emitter{
-		cfg: cfg, store: st, tel: tel, log: log, health: h, streams: ss,
+		cfg: cfg, js: js, store: st, tel: tel, log: log, health: h, streams: ss,
 		runtime: tel.MeterProvider(), shards: shards, pool: make(chan *batch, 8), policies: view,
 	}
 	e.coalesce = &function.Coalesce[Result]{Window: cfg.gatherWindow(), Run: e.run}
@@ -225,6 +226,7 @@ func (e *Emitter) run(ctx context.Context, at time.Time, shards []domain.Shard) 
 	for _, res := range out {
 		e.health.record(ctx, res, outcomeOf(res))
 	}
+	e.summarize(context.WithoutCancel(ctx), at, r)
 	e.compact(context.WithoutCancel(ctx), r.stats.Crowded)
 	return out
 }

@@ -20,10 +20,12 @@ import (
 	"maintsignals/functions/campaign"
 	"maintsignals/functions/command"
 	"maintsignals/functions/emitter"
+	"maintsignals/functions/hub"
 	"maintsignals/infra/alerts"
 	"maintsignals/infra/provision"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/function"
+	"maintsignals/shared/regions"
 	"maintsignals/shared/store"
 	"maintsignals/shared/telemetry"
 	"maintsignals/test/otlpreceiver"
@@ -93,6 +95,8 @@ func ruleNames(t *testing.T) (metrics []string, labels map[string][]string, join
 				metric = byCampaignMetric
 			case l == "messaging_destination_name":
 				metric = byStreamMetric
+			case l == "cloud_region":
+				metric = byRegionMetric
 			}
 			labels[metric] = append(labels[metric], l)
 		}
@@ -153,6 +157,20 @@ func exercise(t *testing.T, tel *telemetry.Telemetry) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	exerciseCampaigns(t, ctx, env, tel)
+	exerciseHub(t, tel)
+}
+
+// exerciseHub registers the hub's metrics on tel, over a view of one region heard of.
+func exerciseHub(t *testing.T, tel *telemetry.Telemetry) {
+	now := time.Now()
+	part := domain.Summary{Version: 1, Region: "east", Shards: 1, At: now, TickSeconds: 60, Counts: map[domain.State]int64{}}
+	reg, err := hub.RegisterMetrics(tel.Meter(hub.ScopeName), func(context.Context) (regions.View, error) {
+		return regions.Combine([]string{"east"}, []domain.Summary{part}, now), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Unregister() })
 }
 
 // exerciseCampaigns creates a campaign over the tracked entities and serves one tick of the
@@ -180,6 +198,9 @@ const byMetric = "cluster_maintenance_emitter_coverage_ratio"
 
 // byStreamMetric carries the stream the stream rules aggregate by.
 const byStreamMetric = "cluster_maintenance_stream_subjects"
+
+// byRegionMetric carries the region the region rules aggregate by.
+const byRegionMetric = "cluster_maintenance_region_age_seconds"
 
 // byCampaignMetric carries every label the campaign rules aggregate by (the id and the phase).
 const byCampaignMetric = "cluster_maintenance_campaign_entities"

@@ -14,6 +14,7 @@ import (
 
 	"maintsignals/infra/local"
 	natsconf "maintsignals/infra/nats"
+	"maintsignals/shared/domain"
 	"maintsignals/shared/embedded"
 	"maintsignals/shared/natsconn"
 )
@@ -21,13 +22,20 @@ import (
 // startNATS starts the server or the cluster of the plan, secured by sec (TLS and users on
 // every node; a cluster's routes in mutual TLS then), and connects provisioning and the
 // functions to it in-process.
-func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlways bool, sec *local.Security) (*natsRun, error) {
+func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlways bool, sec *local.Security, rl regionLink) (*natsRun, error) {
 	if p.Nodes == 1 {
-		srv, err := embedded.Start(embedded.Config{Name: local.ServerName, StoreDir: data, Listen: p.Listen, SyncAlways: syncAlways, TLS: sec.TLS, Nkeys: sec.Nkeys, Monitor: p.Monitor})
+		cfg := embedded.Config{Name: local.ServerName, StoreDir: data, Listen: p.Listen, SyncAlways: syncAlways, TLS: sec.TLS, Nkeys: sec.Nkeys, Monitor: p.Monitor}
+		if rl.name != "" {
+			cfg.Domain, cfg.LeafRemote, cfg.LeafDeny = rl.name, rl.hub, domain.RegionPrivate
+		}
+		srv, err := embedded.Start(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen or --monitor-listen)", p.Listen, err)
 		}
 		a.printf("NATS with JetStream listening on %s\n", srv.ClientURL())
+		if rl.name != "" {
+			a.printf("region %s: JetStream domain %s, joining the hub at %s\n", rl.name, rl.name, rl.hub)
+		}
 		if m := srv.MonitorURL(); m != "" {
 			a.printf("NATS monitoring on %s (KEDA's query: %s/jsz?acc=$G&config=true&consumers=true)\n", m, m)
 		}

@@ -158,7 +158,7 @@ func (a *app) rootCommand() *cobra.Command {
 		c.GroupID = "admin"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.getCommand(), a.listCommand(), a.historyCommand(), a.noticesCommand(), a.watchCommand(), a.keyCommand()} {
+	for _, c := range []*cobra.Command{a.getCommand(), a.listCommand(), a.historyCommand(), a.noticesCommand(), a.watchCommand(), a.keyCommand(), a.regionsCommand()} {
 		c.GroupID = "read"
 		root.AddCommand(c)
 	}
@@ -171,7 +171,7 @@ func (a *app) rootCommand() *cobra.Command {
 	subscriptionCmd := a.subscriptionCommand()
 	subscriptionCmd.GroupID = "admin"
 	root.AddCommand(subscriptionCmd)
-	for _, c := range []*cobra.Command{a.upCommand(), a.functionCommand(), a.provisionCommand(), a.dlqCommand()} {
+	for _, c := range []*cobra.Command{a.upCommand(), a.hubCommand(), a.functionCommand(), a.provisionCommand(), a.dlqCommand()} {
 		c.GroupID = "run"
 		root.AddCommand(c)
 	}

@@ -28,7 +28,9 @@ type upFlags struct {
 	shards        int
 	inFlight      int
 	eventsMaxAge  time.Duration
-	security      local.SecurityFiles
+	// region and hub make up a region joined to a hub (README, Regions).
+	region, hub string
+	security    local.SecurityFiles
 	// functions are every function, bound to their flags (the union of their flags).
 	functions *registry.Bound
 }
@@ -104,6 +106,10 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 	fl.IntVar(&f.inFlight, "in-flight", provision.DefaultConfig().InFlight, inFlightUsage)
 	fl.IntVar(&f.shards, "emitter-shards", provision.DefaultConfig().Shards, emitterShardsUsage)
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
+	// Before the functions' flags: the emitter's --region is this one (it publishes the
+	// region's summary).
+	fl.StringVar(&f.region, "region", "", "run as the region NAME: JetStream domain NAME, joined to --hub as a leaf node, publishing its summary each tick (README, Regions)")
+	fl.StringVar(&f.hub, "hub", "", "the hub's leafnode address (nats-leaf://host:port or nats://host:port) that --region joins")
 	f.functions = registry.Bind(fl, registry.Functions())
 	addSecurityFlags(c, &f.security)
 	return c
@@ -118,6 +124,9 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	if f.tick < time.Second {
 		return fmt.Errorf("--tick %s: at least 1s", f.tick)
+	}
+	if err := checkRegion(f); err != nil {
+		return err
 	}
 	host, _, err := local.ParseListen(f.listen)
 	if err != nil {
@@ -154,7 +163,7 @@ func (a *app) up(ctx context.Context, f upFlags) error {
 	}
 	defer a.shutdownTelemetry(tel)
 
-	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec)
+	nr, err := a.startNATS(ctx, plan, data, f.syncAlways, sec, regionLink{name: f.region, hub: f.hub})
 	if err != nil {
 		return err
 	}

@@ -233,6 +233,7 @@ func Streams(c Config) []jetstream.StreamConfig {
 			Storage:           c.Storage,
 			Replicas:          c.Replicas,
 		},
+		summaryStream(c),
 	}...)
 	streams = append(streams, subscriptionStreams(c)...)
 	if c.Webhooks {
@@ -248,6 +249,22 @@ func Streams(c Config) []jetstream.StreamConfig {
 		})
 	}
 	return streams
+}
+
+// summaryStream holds the region's summary parts (README, Regions), which the hub sources: the
+// last few ticks of each shard are enough for a hub that was away, as only the newest counts.
+func summaryStream(c Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              domain.SummaryStream,
+		Description:       "Maintenance-signal region summaries: each emitter shard's counts at each tick, sourced by the hub",
+		Subjects:          []string{domain.SummarySubjects},
+		Retention:         jetstream.LimitsPolicy,
+		MaxMsgsPerSubject: 10,
+		MaxAge:            24 * time.Hour,
+		Duplicates:        c.DuplicateWindow,
+		Storage:           c.Storage,
+		Replicas:          c.Replicas,
+	}
 }
 
 // CellStreams returns the cells' streams of entity events and notices (domain.Cells each),

@@ -249,7 +249,8 @@ func emitterFunction() Function {
 		// provisioning created; it reports the size of every stream (cluster.maintenance.stream.*);
 		// it rewrites its cells' oldest records when their interior deletes pass their records
 		// (store.Compact).
-		Access: Access{Publish: RecordsSubjects, Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: []string{domain.ScheduleStream},
+		// In a region, it publishes the region's summary each tick.
+		Access: Access{Publish: append([]string{domain.SummarySubjects}, RecordsSubjects...), Read: append([]string{domain.PoliciesBucketStream}, RecordsStreams...), Get: []string{domain.ScheduleStream},
 			API: append([]string{scheduleConsumerNames}, streamInfos()...)},
 		Flags: emitterFlags,
 	}
@@ -259,6 +260,7 @@ func emitterFlags(fs *pflag.FlagSet) Instance {
 	var cfg emitter.Config
 	fs.DurationVar(&cfg.Retention, "retention", emitter.DefaultRetention, "how long an entity in None keeps being emitted")
 	fs.BoolVar(&cfg.PUCM, "pucm", false, "also emit the ARO-RP compatible cluster.maintenance.pucm metric")
+	fs.StringVar(&cfg.Region, "region", "", "the region this deployment is (README, Regions): each tick's counts are then published as the region's summary, which the hub sources")
 	stuckAfterFlag(fs, &cfg.StuckAfter)
 	fs.BoolVar(&cfg.PlantLeak, "test-plant-leak", false, "test switch: leak one goroutine per tick (test/soak -plant-leak)")
 	_ = fs.MarkHidden("test-plant-leak")

@@ -45,6 +45,17 @@ type Config struct {
 	// a client without a certificate signed by one of ClientCAs is refused. In-process
 	// connections (Connect) skip TLS: nothing of them crosses a wire.
 	TLS *tls.Config
+	// Domain is the server's JetStream domain (README, Regions): a region's name, or the
+	// hub's; "" for none.
+	Domain string
+	// LeafListen is host:port where the server accepts leaf nodes (the hub); "" for none.
+	LeafListen string
+	// LeafRemote is the leafnode URL of a hub to join as a leaf node (a region), nats-leaf://
+	// or nats://; "" for none. LeafDeny are the subjects that neither leave nor enter the
+	// server through it.
+	LeafRemote string
+	LeafDeny   []string
+
 	// Nkeys, when set, are the only users the server accepts, each with its permissions; use
 	// maintsignals/infra/nats NkeyUsers, the rules of the production configuration files.
 	// In-process connections authenticate too. Without Nkeys the server has no
@@ -133,12 +144,16 @@ func Start(cfg Config) (*Server, error) {
 		SyncAlways: cfg.SyncAlways,
 		// Commands are small; this leaves room for an oversized one to reach the handler and be
 		// rejected with a clear outcome instead of being refused at the door.
-		MaxPayload:   1 << 20,
-		PingInterval: PingInterval,
-		MaxPingsOut:  PingMax,
-		Nkeys:        cfg.Nkeys,
+		MaxPayload:      1 << 20,
+		PingInterval:    PingInterval,
+		MaxPingsOut:     PingMax,
+		Nkeys:           cfg.Nkeys,
+		JetStreamDomain: cfg.Domain,
 	}
 	clientTLS(opts, cfg.TLS)
+	if err := leafOptions(opts, cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Listen == "" {
 		opts.DontListen = true
 	} else {

@@ -26,6 +26,8 @@ type SweepStats struct {
 	// Crowded are the cells that held more interior deletes than records when the sweep
 	// started: those Compact has work in.
 	Crowded []domain.Cell
+	// LastSeq is each cell's last sequence when the sweep started: its records' revision.
+	LastSeq map[domain.Cell]uint64
 }
 
 // Position is where a sweep meets a record: its cell and its sequence in the cell's bucket,
@@ -61,13 +63,7 @@ func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, kee
 	if err != nil {
 		return st, err
 	}
-	for _, c := range cells {
-		state := infos[c].State
-		st.Total += int(state.Msgs)
-		if state.Msgs > 0 && state.LastSeq-state.FirstSeq+1-state.Msgs > state.Msgs {
-			st.Crowded = append(st.Crowded, c)
-		}
-	}
+	st.atStart(cells, infos)
 	sw := &sweep{s: s, keep: keep, fn: fn, stats: &st, infos: infos}
 	read := func(c domain.Cell, lo, hi uint64) error { return sw.readPart(ctx, c, lo, hi) }
 	c0 := cells[start]
@@ -105,6 +101,19 @@ func (s *Store) Sweep(ctx context.Context, cells []domain.Cell, from uint64, kee
 		}
 	}
 	return st, nil
+}
+
+// atStart notes the cells' state as the sweep starts.
+func (st *SweepStats) atStart(cells []domain.Cell, infos map[domain.Cell]*jetstream.StreamInfo) {
+	st.LastSeq = make(map[domain.Cell]uint64, len(cells))
+	for _, c := range cells {
+		state := infos[c].State
+		st.LastSeq[c] = state.LastSeq
+		st.Total += int(state.Msgs)
+		if state.Msgs > 0 && state.LastSeq-state.FirstSeq+1-state.Msgs > state.Msgs {
+			st.Crowded = append(st.Crowded, c)
+		}
+	}
 }
 
 // cellInfos reads the state of the cells' buckets.
