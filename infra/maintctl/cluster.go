@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,6 +29,17 @@ func (a *app) startNATS(ctx context.Context, p local.Plan, data string, syncAlwa
 		if rl.name != "" {
 			cfg.Domain, cfg.LeafRemote, cfg.LeafDeny = rl.name, rl.hub, domain.RegionPrivate
 		}
+		// A port in use is told at once; then the wait is the store's recovery, which takes
+		// a minute or more after a crash at a million entities (performance.md).
+		if err := portFree(p.Listen); err != nil {
+			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen)", p.Listen, err)
+		}
+		if p.Monitor != "" {
+			if err := portFree(p.Monitor); err != nil {
+				return nil, fmt.Errorf("start NATS monitoring on %s: %w (use another --monitor-listen)", p.Monitor, err)
+			}
+		}
+		cfg.ReadyTimeout = recoveryTimeout
 		srv, err := embedded.Start(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("start NATS on %s: %w (is another `maintctl up` or NATS server using that port? use another --listen or --monitor-listen)", p.Listen, err)
@@ -133,4 +145,16 @@ type natsRun struct {
 	// byRole are the connections of the functions of each role, on a server with users.
 	byRole map[string]jetstream.JetStream
 	stop   func() // closes the connections and shuts the servers down (once)
+}
+
+// recoveryTimeout bounds the wait for the embedded server to recover its store and listen.
+const recoveryTimeout = 10 * time.Minute
+
+// portFree reports an error when addr cannot be listened on now.
+func portFree(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }

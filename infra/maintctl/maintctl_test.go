@@ -441,6 +441,10 @@ func TestUp_PortInUseFailsAtOnce(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "another --listen") {
 		t.Errorf("up on a port in use: %v", r.err)
 	}
+	r = c.run("up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", "", "--monitor-listen", ln.Addr().String())
+	if r.err == nil || !strings.Contains(r.err.Error(), "--monitor-listen") {
+		t.Errorf("up with the monitoring port in use: %v", r.err)
+	}
 	r = c.run("up", "--listen", "127.0.0.1:0", "--data", t.TempDir(), "--metrics-listen", ln.Addr().String())
 	if r.err == nil || !strings.Contains(r.err.Error(), "--metrics-listen") {
 		t.Errorf("up with the metrics port in use: %v", r.err)
