@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -211,7 +212,7 @@ func splitEntityPath(r *http.Request) (key, sub string) {
 	} else {
 		key = rest
 	}
-	if k, err := pathUnescape(key); err == nil {
+	if k, err := url.PathUnescape(key); err == nil {
 		key = k
 	}
 	return key, sub

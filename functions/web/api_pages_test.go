@@ -183,3 +183,58 @@ func TestAPI_ReplicasSharingThePageKeyContinueEachOthersWalks(t *testing.T) {
 		t.Errorf("the replica with its own key: %d %s", a.status, a.body)
 	}
 }
+
+// The policies come by scope key, page after page; a customer's are those bearing on its
+// scopes, and its tokens are its own.
+func TestAPI_PoliciesArePagedAndConfined(t *testing.T) {
+	s := startTenants(t, web.Config{})
+	j := newJudge(t)
+	ctx := testenv.Context(t, 10*time.Second)
+	kv, err := s.env.JS.KeyValue(ctx, domain.PoliciesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := []string{"/subscriptions/s1", "/subscriptions/s1/resourceGroups/rg-1", "/subscriptions/s2"}
+	for _, scope := range scopes {
+		doc := `{"scope":"` + scope + `","timeZone":"UTC","windows":[{"rrule":"FREQ=WEEKLY;BYDAY=SA,SU","start":"00:00","duration":"24h"}]}`
+		if _, err := kv.Put(ctx, domain.MustKey(scope), []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policies := func(token string) (got []string, first string) {
+		path := "/api/v1/policies?pageSize=1"
+		for {
+			var l web.PolicyList
+			a := j.get(t, s.url+path, bearer(token)...)
+			if a.decode(t, &l); a.status != http.StatusOK || len(l.Items) > 1 {
+				t.Fatalf("%d %s", a.status, a.body)
+			}
+			for _, p := range l.Items {
+				got = append(got, p.Scope)
+			}
+			if first == "" {
+				first = l.NextPageToken
+			}
+			if l.NextPageToken == "" {
+				return got, first
+			}
+			path = "/api/v1/policies?pageSize=1&pageToken=" + url.QueryEscape(l.NextPageToken)
+		}
+	}
+	testenv.Eventually(t, 5*time.Second, "the policies in the view", func() bool { got, _ := policies(operatorToken); return len(got) == 3 })
+	got, token := policies(operatorToken)
+	if !slices.Equal(got, scopes) {
+		t.Errorf("the operator's policies: %v, want %v", got, scopes)
+	}
+	if got, _ := policies(contosoToken); !slices.Equal(got, scopes[:2]) {
+		t.Errorf("contoso's policies: %v, want %v", got, scopes[:2])
+	}
+	if a := j.get(t, s.url+"/api/v1/policies?pageToken="+url.QueryEscape(token), bearer(contosoToken)...); a.status != http.StatusBadRequest {
+		t.Errorf("the operator's token asked by contoso: %d %s", a.status, a.body)
+	}
+	var c web.CampaignList
+	a := j.get(t, s.url+"/api/v1/campaigns", bearer(operatorToken)...)
+	if a.decode(t, &c); a.status != http.StatusOK || len(c.Items) != 0 {
+		t.Errorf("no campaign: %d %s", a.status, a.body)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -26,8 +25,6 @@ type NoticeList struct {
 	Items         []domain.Notice `json:"items"`
 	NextPageToken string          `json:"nextPageToken,omitempty"`
 }
-
-var pathUnescape = url.PathUnescape
 
 // apiEntity serves /api/v1/entities/{key}, …/history and …/notices.
 func (v *View) apiEntity(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,7 @@ import (
 // a stream, the stream's.
 
 // feedStreams is how many streams a position counts: the events' cells, then the notices'.
-var feedStreams = 2 * len(domain.AllCells())
+func feedStreams() int { return 2 * len(domain.AllCells()) }
 
 // position is where a feed stands in each of its streams.
 type position struct {
@@ -50,7 +50,7 @@ func parsePosition(id string) (position, error) {
 	if n <= 0 {
 		return position{}, errors.New("not an id of this feed")
 	}
-	p := position{since: time.UnixMilli(ms).UTC(), seqs: make([]uint64, feedStreams)}
+	p := position{since: time.UnixMilli(ms).UTC(), seqs: make([]uint64, feedStreams())}
 	b = b[n:]
 	for i := range p.seqs {
 		if p.seqs[i], n = binary.Uvarint(b); n <= 0 {
@@ -73,7 +73,7 @@ func (v *View) feedStart(r *http.Request) (position, error) {
 		}
 		return p, nil
 	}
-	p := position{since: v.cfg.Now().UTC().Truncate(time.Millisecond), seqs: make([]uint64, feedStreams)}
+	p := position{since: v.cfg.Now().UTC().Truncate(time.Millisecond), seqs: make([]uint64, feedStreams())}
 	if s := r.URL.Query().Get("since"); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

@@ -17,15 +17,16 @@ type PolicyItem struct {
 	Level    string          `json:"level"`
 	Since    time.Time       `json:"since"`
 	Document policy.Document `json:"document"`
+	key      string
 }
 
-// PolicyList is the policies in force, by scope (one page: there are few).
+// PolicyList is a page of the policies in force, by scope key.
 type PolicyList struct {
 	Items         []PolicyItem `json:"items"`
 	NextPageToken string       `json:"nextPageToken,omitempty"`
 }
 
-// CampaignList is the campaigns (one page: there are few).
+// CampaignList is a page of the campaigns, by id.
 type CampaignList struct {
 	Items         []CampaignSummary `json:"items"`
 	NextPageToken string            `json:"nextPageToken,omitempty"`
@@ -36,7 +37,36 @@ func (v *View) apiPolicies(w http.ResponseWriter, r *http.Request) {
 		v.problem(w, http.StatusServiceUnavailable, "", "the policies are being read; the API answers once they are")
 		return
 	}
-	v.json(w, http.StatusOK, PolicyList{Items: v.fleet.policyItems(viewer(r))})
+	items, next, ok := listPage(v, w, r, "policies", v.fleet.policyItems(viewer(r)), func(p PolicyItem) string { return p.key })
+	if ok {
+		v.json(w, http.StatusOK, PolicyList{Items: items, NextPageToken: next})
+	}
+}
+
+// listPage is the page of items (in the order of their keys) after the key r's pageToken
+// carries, and the token of the next page ("" none); false when r's parameters do not read
+// (the problem is answered).
+func listPage[T any](v *View, w http.ResponseWriter, r *http.Request, kind string, items []T, key func(T) string) ([]T, string, bool) {
+	n, err := pageSize(r)
+	if err != nil {
+		v.failParam(w, err)
+		return nil, "", false
+	}
+	digest := filterDigest(kind, viewer(r).name())
+	from := 0
+	if tok := r.URL.Query().Get("pageToken"); tok != "" {
+		cur, err := v.seal.open(tok, digest)
+		if err != nil {
+			v.failParam(w, &badParam{"pageToken", err})
+			return nil, "", false
+		}
+		from, _ = slices.BinarySearchFunc(items, cur.Key, func(it T, k string) int { return strings.Compare(key(it), k+"\x00") })
+	}
+	page := items[from:min(from+n, len(items))]
+	if from+n >= len(items) {
+		return page, "", true
+	}
+	return page, v.seal.seal(cursor{Key: key(page[len(page)-1]), Filter: digest}), true
 }
 
 // policyItems are the policies in force that bear on the entities c sees (nil: all), by scope
@@ -56,7 +86,7 @@ func (x *index) policyItems(c *Customer) []PolicyItem {
 	for _, k := range keys {
 		in := x.policies[k]
 		s := in.Policy.Scope()
-		out = append(out, PolicyItem{Scope: s.ID, Level: s.Level.String(), Since: in.Since.UTC(), Document: in.Policy.Document()})
+		out = append(out, PolicyItem{Scope: s.ID, Level: s.Level.String(), Since: in.Since.UTC(), Document: in.Policy.Document(), key: k})
 	}
 	return out
 }
@@ -67,10 +97,11 @@ func (v *View) apiCampaigns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, _ := v.campaigns.list()
-	if list == nil {
-		list = []CampaignSummary{}
+	slices.SortFunc(list, func(a, b CampaignSummary) int { return strings.Compare(a.ID, b.ID) })
+	items, next, ok := listPage(v, w, r, "campaigns", list, func(c CampaignSummary) string { return c.ID })
+	if ok {
+		v.json(w, http.StatusOK, CampaignList{Items: items, NextPageToken: next})
 	}
-	v.json(w, http.StatusOK, CampaignList{Items: list})
 }
 
 func (v *View) apiCampaign(w http.ResponseWriter, r *http.Request) {
@@ -88,13 +119,7 @@ func (v *View) apiCampaign(w http.ResponseWriter, r *http.Request) {
 }
 
 func (v *View) apiDocument(w http.ResponseWriter, r *http.Request) {
-	b, err := Document()
-	if err != nil {
-		v.log.Error("api document", "error", err)
-		v.problem(w, http.StatusInternalServerError, "", "the document could not be built")
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(b)
+	_, _ = w.Write(v.doc)
 }

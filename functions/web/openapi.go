@@ -3,7 +3,6 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"maintsignals/shared/apischema"
@@ -21,12 +20,9 @@ const APIVersion = "1.0.0"
 
 type schema = apischema.Schema
 
-var document = sync.OnceValues(buildDocument)
-
-// Document is the OpenAPI 3.1 document of the API, indented, with a final newline.
-func Document() ([]byte, error) { return document() }
-
-func buildDocument() ([]byte, error) {
+// Document is the OpenAPI 3.1 document of the API, indented, with a final newline. The view
+// builds it once, when it is made.
+func Document() ([]byte, error) {
 	r := apischema.New("#/components/schemas/")
 	defineEncoded(r)
 	r.Qualify["maintsignals/shared/policy"] = "Policy"

@@ -21,7 +21,7 @@ import (
 var ErrPageToken = errors.New("invalid pageToken")
 
 // pageSealAD binds a sealed token to its use.
-var pageSealAD = []byte("maintsignals api v1 page token")
+const pageSealAD = "maintsignals api v1 page token"
 
 // cursor is what a page token carries.
 type cursor struct {
@@ -69,7 +69,7 @@ func (s *sealer) seal(c cursor) string {
 	plain, _ := json.Marshal(c)
 	nonce := make([]byte, s.aead.NonceSize())
 	_, _ = rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, pageSealAD))
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(pageSealAD)))
 }
 
 // open reads a token and checks that it was made for the filter of digest filter.
@@ -80,7 +80,7 @@ func (s *sealer) open(token string, filter []byte) (cursor, error) {
 		return c, fmt.Errorf("%w: it was not made by this API", ErrPageToken)
 	}
 	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, b[:n], b[n:], pageSealAD)
+	plain, err := s.aead.Open(nil, b[:n], b[n:], []byte(pageSealAD))
 	if err != nil {
 		return c, fmt.Errorf("%w: it was not made by this API (or by a replica with another key)", ErrPageToken)
 	}

@@ -33,15 +33,23 @@ type Problem struct {
 	Target string      `json:"target,omitempty"`
 }
 
-// problemCodes are the codes the API answers, by status.
-var problemCodes = map[int]domain.Code{
-	http.StatusBadRequest:          domain.CodeInvalidParameter,
-	http.StatusUnauthorized:        domain.CodeUnauthorized,
-	http.StatusNotFound:            CodeNotFound,
-	http.StatusMethodNotAllowed:    domain.CodeRequestNotAllowed,
-	http.StatusNotAcceptable:       domain.CodeInvalidRequestContent,
-	http.StatusServiceUnavailable:  CodeUnavailable,
-	http.StatusInternalServerError: CodeInternal,
+// problemCode is the code of the problems of status.
+func problemCode(status int) domain.Code {
+	switch status {
+	case http.StatusBadRequest:
+		return domain.CodeInvalidParameter
+	case http.StatusUnauthorized:
+		return domain.CodeUnauthorized
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return domain.CodeRequestNotAllowed
+	case http.StatusNotAcceptable:
+		return domain.CodeInvalidRequestContent
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	}
+	return CodeInternal
 }
 
 // ProblemCodes are every code a problem of the API may carry.
@@ -55,10 +63,7 @@ func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/")
 
 // problem answers an error of the API; target names the parameter at fault ("" none).
 func (v *View) problem(w http.ResponseWriter, status int, target, detail string) {
-	code, ok := problemCodes[status]
-	if !ok {
-		code = CodeInternal
-	}
+	code := problemCode(status)
 	p := Problem{Type: ProblemBase + string(code), Title: http.StatusText(status), Status: status,
 		Detail: detail, Code: code, Target: target}
 	b, err := json.Marshal(p)

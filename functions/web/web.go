@@ -72,6 +72,8 @@ type View struct {
 	// seal seals the API's page tokens; walks keeps the snapshots of its walks.
 	seal  *sealer
 	walks *walks
+	// doc is the API's OpenAPI document.
+	doc []byte
 }
 
 // New prepares the view on js (no connection to any bucket is needed yet: each is followed
@@ -92,6 +94,9 @@ func New(js jetstream.JetStream, cfg Config) (*View, error) {
 		return nil, err
 	}
 	v.walks = newWalks()
+	if v.doc, err = Document(); err != nil {
+		return nil, err
+	}
 	if v.pages, err = newPages(v); err != nil {
 		return nil, err
 	}

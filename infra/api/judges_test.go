@@ -150,3 +150,17 @@ func TestOasdiff_RefusesABreakingChange(t *testing.T) {
 		})
 	}
 }
+
+// Every problem type the API answers has its entry in the integrators' documentation.
+func TestProblemTypes_AreDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/integrating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range web.ProblemCodes() {
+		entry := `<a id="problem-` + strings.ToLower(string(code)) + `"></a>` + "`" + string(code) + "`"
+		if !strings.Contains(string(b), entry) {
+			t.Errorf("infra/docs/integrating.md has no entry for %s%s", web.ProblemBase, code)
+		}
+	}
+}
