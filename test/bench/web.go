@@ -32,7 +32,7 @@ import (
 // (the most costly count).
 var webPages = []struct{ name, query string }{
 	{"first page", "/"},
-	{"state and prefix", "/?state=Pending&prefix=%2Fsubscriptions%2F0000a"},
+	{"state and prefix", "/?state=Pending&prefix=%2Fsubscriptions%2F0000000a-1bf0-4dda-aec3-00000000000a"},
 	{"state only", "/?state=Unplanned"},
 	{"prefix of every entity", "/?prefix=%2Fsubscriptions%2F"},
 }
