@@ -27,8 +27,8 @@ import (
 // 50 direct reads of the bucket in the same run for comparison: what a page would cost that
 // read its 50 rows from the bucket instead of from the replica's index.
 
-// webPages are the requests timed: the first page, a page filtered by state and prefix (the
-// prefix selects about 8 % of the fleet), by state alone, and by a prefix every entity has
+// webPages are the requests timed: the first page, a page filtered by state and prefix (one
+// subscription: 20 entities of the fleet), by state alone, and by a prefix every entity has
 // (the most costly count).
 var webPages = []struct{ name, query string }{
 	{"first page", "/"},
