@@ -38,7 +38,7 @@ func BenchmarkRead_40Regions(b *testing.B) {
 	for _, r := range names {
 		for s := range shards {
 			p := domain.Summary{Version: 1, Region: r, Shard: s, Shards: shards, At: now, TickSeconds: 60, Revision: 123456789,
-				Counts: map[domain.State]int64{domain.StateNone: per / 2, domain.StatePending: per / 4, domain.StatePlanned: per / 8, domain.StateUnplanned: per / 16, domain.StateCustomerActionNeeded: per / 16},
+				Counts:   map[domain.State]int64{domain.StateNone: per / 2, domain.StatePending: per / 4, domain.StatePlanned: per / 8, domain.StateUnplanned: per / 16, domain.StateCustomerActionNeeded: per / 16},
 				Updating: per / 10, Overdue: 12, Stuck: 3, Conflicts: 1}
 			body, _ := json.Marshal(p)
 			size = len(body)
