@@ -53,7 +53,7 @@ func Run(ctx context.Context, js jetstream.JetStream, tel *telemetry.Telemetry, 
 			return fmt.Errorf("hub web: %w", err)
 		}
 		addr = ln.Addr().String()
-		srv = &http.Server{Handler: NewHandler(read, cfg.Log), ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: NewHandler(read, NewRecordReader(js, cfg.Log), cfg.Log), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				cfg.Log.Error("hub web stopped", "err", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"maintsignals/shared/domain"
+	"maintsignals/shared/fleet"
 	"maintsignals/shared/regions"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -45,7 +48,7 @@ func get(t *testing.T, h http.Handler, path, accept string) (*http.Response, str
 }
 
 func TestHandler_ServesTheViewAsJSONAndAsAPage(t *testing.T) {
-	h := NewHandler(view, testenv.Quiet())
+	h := NewHandler(view, nil, testenv.Quiet())
 	for _, tc := range []struct{ path, accept string }{{"/api/v1/regions", ""}, {"/regions", "application/json"}} {
 		res, body := get(t, h, tc.path, tc.accept)
 		var v regions.View
@@ -68,7 +71,7 @@ func TestHandler_ServesTheViewAsJSONAndAsAPage(t *testing.T) {
 }
 
 func TestHandler_AnswersUnavailableWhenTheViewCannotBeRead(t *testing.T) {
-	h := NewHandler(func(context.Context) (regions.View, error) { return regions.View{}, errors.New("no hub") }, testenv.Quiet())
+	h := NewHandler(func(context.Context) (regions.View, error) { return regions.View{}, errors.New("no hub") }, nil, testenv.Quiet())
 	if res, _ := get(t, h, "/api/v1/regions", ""); res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("status %d", res.StatusCode)
 	}
@@ -108,5 +111,39 @@ func TestMetrics_ExportEachRegionsAgeAndEntities(t *testing.T) {
 	}
 	if len(pending) != 2 || pending["east"] != 2 || pending["west"] != 2 {
 		t.Errorf("pending %v", pending)
+	}
+}
+
+// The hub's entity page reads the record in its region's domain; a region that does not
+// answer is 503.
+func TestEntity_ReadsTheRecordInItsRegion(t *testing.T) {
+	hub := testenv.StartHub(t)
+	east := testenv.StartRegion(t, "east", hub.Server.LeafURL())
+	testenv.WaitLeaf(t, hub.Server, 1)
+	id := "/subscriptions/s1/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
+	ctx := testenv.Context(t, 10*time.Second)
+	st, err := store.Open(ctx, east.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := domain.Record{ResourceID: id, State: domain.StateUnplanned, Updating: true, Task: domain.TaskEverything, StateSince: time.Now(), UpdatedAt: time.Now(), Version: domain.RecordVersion}
+	if _, err := st.Put(ctx, domain.MustKey(id), store.Versioned{}, rec); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(view, NewRecordReader(hub.JS, testenv.Quiet()), testenv.Quiet())
+	q := "?id=" + url.QueryEscape(id)
+	res, body := get(t, h, "/regions/east/entity"+q, "application/json")
+	var got fleet.Record
+	if res.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &got) != nil || got.State != domain.StateUnplanned || !got.Updating {
+		t.Errorf("east: %d %s", res.StatusCode, body)
+	}
+	if res, page := get(t, h, "/regions/entity?region=east&id="+url.QueryEscape(id), ""); res.StatusCode != http.StatusOK || !strings.Contains(page, "Unplanned") {
+		t.Errorf("page: %d %s", res.StatusCode, page)
+	}
+	if res, body := get(t, h, "/regions/west/entity"+q, ""); res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "region west unreachable") {
+		t.Errorf("west: %d %s", res.StatusCode, body)
+	}
+	if res, _ := get(t, h, "/regions/east/entity?id=", ""); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("no id: %d", res.StatusCode)
 	}
 }

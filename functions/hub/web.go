@@ -17,9 +17,13 @@ import (
 const readTimeout = 5 * time.Second
 
 // NewHandler serves the regions' view: GET /api/v1/regions (JSON), GET /regions (a page, or
-// JSON to Accept: application/json); / leads to /regions.
-func NewHandler(read Reader, log *slog.Logger) http.Handler {
+// JSON to Accept: application/json), an entity's record read in its region
+// (GET /regions/{region}/entity?id=ID); / leads to /regions.
+func NewHandler(read Reader, record RecordReader, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
+	entity := func(w http.ResponseWriter, r *http.Request) { serveEntity(w, r, record, log) }
+	mux.HandleFunc("GET /regions/{region}/entity", entity)
+	mux.HandleFunc("GET /regions/entity", entity) // the page's form: ?region=&id=
 	mux.HandleFunc("GET /api/v1/regions", func(w http.ResponseWriter, r *http.Request) {
 		serveView(w, r, read, log, false)
 	})
@@ -86,5 +90,9 @@ th,td{padding:.3rem .7rem;border-bottom:1px solid #ccc;text-align:right}th:first
 <tbody>{{range .Regions}}{{$r := .}}<tr{{if .Stale}} class="stale"{{end}}><th scope="row">{{.Region}}</th><td>{{asOf .AsOf}}</td><td>{{age .AgeSeconds}}</td><td>{{if .Stale}}stale{{else}}fresh{{end}}</td>
 {{range $.States}}<td>{{count $r.Counts .}}</td>{{end}}<td>{{.Updating}}</td><td>{{.Overdue}}</td><td>{{.Stuck}}</td><td>{{.Conflicts}}</td></tr>{{end}}</tbody>
 <tfoot><tr><th scope="row">Fresh regions</th><td></td><td></td><td></td>{{range .States}}<td>{{count $.Totals .}}</td>{{end}}<td>{{.Totals.Updating}}</td><td>{{.Totals.Overdue}}</td><td>{{.Totals.Stuck}}</td><td>{{.Totals.Conflicts}}</td></tr></tfoot>
-</table></body></html>
+</table>
+<form action="/regions/entity" method="get"><h2>An entity's record, read in its region</h2>
+<label>Region <select name="region">{{range .Regions}}<option>{{.Region}}</option>{{end}}</select></label>
+<label>Resource ID <input name="id" size="80" required></label> <button>Read</button></form>
+</body></html>
 `))

@@ -25,10 +25,10 @@ const usageTemplate = `Usage:{{if and .Runnable .HasParent}}
 Examples:
 {{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{if eq (len .Groups) 0}}
 
-Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+Commands:{{range $cmds}}{{if .IsAvailableCommand}}
   {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{else}}{{range $group := .Groups}}
 
-{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) (or .IsAvailableCommand (eq .Name "help")))}}
+{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) .IsAvailableCommand)}}
   {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{end}}{{end}}{{if .HasParent}}{{if .HasAvailableLocalFlags}}
 
 Flags:
@@ -78,6 +78,9 @@ func (a *app) helpCommand(root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [COMMAND]...",
 		Short: "Help about any command",
+		// Not listed, so that the root help fits a screen; the footer and every command's
+		// --help lead to it.
+		Hidden: true,
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			target, _, err := root.Find(args)
 			if err != nil {

@@ -130,7 +130,12 @@ func dash(s string) string {
 	return s
 }
 
+// regionTimeout bounds a read from a region through the hub: a region that does not answer
+// within it is unreachable.
+const regionTimeout = 5 * time.Second
+
 func (a *app) getCommand() *cobra.Command {
+	var region string
 	c := &cobra.Command{
 		Use:   "get [flags] RESOURCE-ID",
 		Short: "Show the current record of an entity",
@@ -146,21 +151,32 @@ entity never seen is in state None.`,
 				return err
 			}
 			defer done()
-			e, err := cl.Get(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				rec, err := a.judged(ctx, cl, e)
-				if err != nil {
-					return err
+			if region != "" {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, regionTimeout)
+				defer cancel()
+				if cl, err = cl.InRegion(region); err != nil {
+					return fmt.Errorf("--region: %w", err)
 				}
-				return a.writeJSON(rec)
+			}
+			e, err := cl.Get(ctx, args[0])
+			if err == nil && a.json() {
+				var rec recordJSON
+				if rec, err = a.judged(ctx, cl, e); err == nil {
+					return a.writeJSON(rec)
+				}
+			}
+			if err != nil {
+				if region != "" {
+					return client.RegionError(region, err)
+				}
+				return err
 			}
 			return a.printRecord(e, a.campaignPhase(ctx, cl, e))
 		},
 	}
 	a.stuckAfterFlag(c)
+	c.Flags().StringVar(&region, "region", "", "on the hub: read the record in this region's domain (README, Regions)")
 	return c
 }
 

@@ -24,8 +24,8 @@ import (
 func (a *app) regionsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "regions",
-		Short: "Show every region as the hub sees it: its counts and how fresh they are",
-		Long: `Show, on the hub (maintctl hub), every region it sources: the counts of the region's newest
+		Short: "Show every region as the hub (maintctl hub) sees it: its counts and freshness",
+		Long: `Show, on the hub (maintctl hub --regions east,west), every region it sources: the counts of the region's newest
 summary, the tick time inside it (AS OF) and its age. A region whose summary is older than two
 of its own ticks is stale and left out of the totals. -o json answers the shape of
 GET /api/v1/regions.`,
@@ -92,6 +92,9 @@ func (a *app) hubCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hub [flags]",
 		Short: "Run the hub: the global view of the regions, joined to it as leaf nodes",
+		// Not listed in the root help, which must fit a screen: `regions --help` and `up
+		// --help` (--region, --hub) name it.
+		Hidden: true,
 		Long: `Run the hub on this machine: an embedded NATS server with JetStream in the domain "hub", a
 leafnode listener where the regions (maintctl up --region NAME --hub URL) join, a stream that
 sources the summaries of every region named by --regions from the region's own domain, and the

@@ -10,6 +10,7 @@ import (
 
 	"maintsignals/shared/domain"
 	"maintsignals/shared/regions"
+	"maintsignals/shared/store"
 	"maintsignals/test/testenv"
 )
 
@@ -74,3 +75,39 @@ func TestUpAndHub_RefuseRegionFlagsThatDoNotGoTogether(t *testing.T) {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// On the hub, get --region reads the record in the region's own domain; a region that does
+// not answer is unreachable (exit 1), within the 5 s a region read is given.
+func TestGetRegion_ReadsTheRecordWhereTheRegionKeepsIt(t *testing.T) {
+	hub := testenv.StartHub(t)
+	east := testenv.StartRegion(t, "east", hub.Server.LeafURL())
+	testenv.WaitLeaf(t, hub.Server, 1)
+	id := "/subscriptions/s1/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1"
+	ctx := testenv.Context(t, 10*time.Second)
+	st, err := store.Open(ctx, east.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := domain.Record{ResourceID: id, State: domain.StatePending, StateSince: time.Now(), Version: domain.RecordVersion}
+	if _, err := st.Put(ctx, domain.MustKey(id), store.Versioned{}, rec); err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t, nil)
+	c.env["NATS_URL"] = hub.Server.URL()
+	mustContain(t, "get --region east", c.ok("get", "--region", "east", id), "Pending")
+	var got struct{ State domain.State }
+	if err := json.Unmarshal([]byte(c.ok("get", "--region", "east", "-o", "json", id)), &got); err != nil || got.State != domain.StatePending {
+		t.Errorf("get --region east -o json: %+v, %v", got, err)
+	}
+	if r := c.run("get", id); r.err == nil {
+		t.Errorf("get on the hub without --region found a record: %s", r.stdout)
+	}
+	start := time.Now()
+	r := c.run("get", "--region", "west", id)
+	if r.code() != exitError || !contains(r.err, "region west unreachable") {
+		t.Errorf("get --region west: exit %d, %v", r.code(), r.err)
+	}
+	if d := time.Since(start); d > 7*time.Second {
+		t.Errorf("an unreachable region answered after %s, past its 5 s", d)
+	}
+}

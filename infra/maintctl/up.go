@@ -108,7 +108,7 @@ without that certificate is refused). --tls-client-ca concerns clients only.`,
 	fl.DurationVar(&f.eventsMaxAge, "events-retention", provision.DefaultConfig().EventsMaxAge, "how long outcome events (the audit history) are kept")
 	// Before the functions' flags: the emitter's --region is this one (it publishes the
 	// region's summary).
-	fl.StringVar(&f.region, "region", "", "run as the region NAME: JetStream domain NAME, joined to --hub as a leaf node, publishing its summary each tick (README, Regions)")
+	fl.StringVar(&f.region, "region", "", "run as the region NAME: JetStream domain NAME, joined to --hub (maintctl hub) as a leaf node, publishing its summary each tick")
 	fl.StringVar(&f.hub, "hub", "", "the hub's leafnode address (nats-leaf://host:port or nats://host:port) that --region joins")
 	f.functions = registry.Bind(fl, registry.Functions())
 	addSecurityFlags(c, &f.security)

@@ -3,7 +3,9 @@ package regions_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,4 +171,42 @@ func publish(t testing.TB, js jetstream.JetStream, p domain.Summary) {
 	if _, err := js.Publish(testenv.Context(t, 5*time.Second), domain.SummarySubject(p.Region, sh), b, jetstream.WithMsgID(domain.SummaryMsgID(p.Region, sh, p.At))); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A link flapped ten times in twenty seconds leaves the hub as it was: once healed, the region
+// is fresh with its newest summary, and no goroutine of the hub's side (its server, the
+// keeper) is left behind.
+func TestKeeper_AFlappingLinkLeavesNothingBehind(t *testing.T) {
+	hub := testenv.StartHub(t)
+	link := testenv.StartLink(t, strings.TrimPrefix(hub.Server.LeafURL(), "nats-leaf://"))
+	east := testenv.StartRegion(t, "east", link.URL())
+	testenv.WaitLeaf(t, hub.Server, 1)
+	testenv.ProvisionHub(t, hub, "east")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = (&regions.Keeper{JS: hub.JS, Log: testenv.Quiet()}).Run(ctx) }()
+	fresh := func(pending int64) func() bool {
+		return func() bool {
+			v, err := regions.Read(testenv.Context(t, 5*time.Second), hub.JS, time.Now(), testenv.Quiet())
+			return err == nil && len(v.StaleRegions) == 0 && v.Totals.Counts[domain.StatePending] == pending
+		}
+	}
+	publish(t, east.JS, part("east", 0, 1, time.Now(), 1))
+	testenv.Eventually(t, 15*time.Second, "east fresh", fresh(1))
+	time.Sleep(2 * time.Second) // settled
+	before := runtime.NumGoroutine()
+	for range 10 {
+		link.Cut()
+		time.Sleep(time.Second)
+		link.Heal()
+		time.Sleep(time.Second)
+	}
+	publish(t, east.JS, part("east", 0, 1, time.Now(), 2))
+	testenv.Eventually(t, 15*time.Second, "east fresh with its newest summary", fresh(2))
+	var after int
+	testenv.Eventually(t, 20*time.Second, "the goroutines of before the flapping", func() bool {
+		after = runtime.NumGoroutine()
+		return after <= before+5
+	})
+	t.Logf("goroutines: %d before the flapping, %d after", before, after)
 }

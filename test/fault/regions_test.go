@@ -162,6 +162,8 @@ func TestRegions_EachRegionWorksWithoutTheHubAndTheHubSeesItsAge(t *testing.T) {
 		return pendingIn("east", 1)(v) && pendingIn("west", 1)(v)
 	})
 
+	g.tickToHub("west", 5*time.Second)
+
 	// The link cut: east goes on alone, the hub sees it age.
 	before := slices.Clone(g.east.ids)
 	g.link.Cut()
@@ -208,4 +210,36 @@ func (g *regionsRig) stopAndResume(rp *regionProc) {
 	}
 	d = g.waitUntil(rp.name+" fresh again", backWithin, stale())
 	g.t.Logf("SIGCONT %s: fresh again after %s", rp.name, d.Round(100*time.Millisecond))
+}
+
+// tickToHub logs how long after a region's tick the hub's view shows it: the view polled every
+// 20 ms for d, each new asOf timed from the tick time it carries to its first sight.
+func (g *regionsRig) tickToHub(name string, d time.Duration) {
+	g.t.Helper()
+	seen := map[time.Time]time.Duration{}
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		v, err := g.view()
+		if err != nil {
+			continue
+		}
+		for _, r := range v.Regions {
+			if r.Region == name && r.AsOf != nil {
+				if _, ok := seen[*r.AsOf]; !ok {
+					seen[*r.AsOf] = time.Since(*r.AsOf)
+				}
+			}
+		}
+	}
+	var lags []time.Duration
+	for _, l := range seen {
+		lags = append(lags, l)
+	}
+	slices.Sort(lags)
+	if len(lags) > 1 {
+		lags = lags[1:] // the first was already there when the polling began
+	}
+	if len(lags) > 0 {
+		g.t.Logf("%s: from a tick to the hub's view: median %s, max %s over %d ticks", name,
+			lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond), len(lags))
+	}
 }
