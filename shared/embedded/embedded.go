@@ -154,27 +154,8 @@ func Start(cfg Config) (*Server, error) {
 	if err := leafOptions(opts, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Listen == "" {
-		opts.DontListen = true
-	} else {
-		host, port, err := splitHostPort(cfg.Listen)
-		if err != nil {
-			return nil, err
-		}
-		if port == 0 {
-			port = server.RANDOM_PORT // nats-server reads 0 as its default port, 4222
-		}
-		opts.Host, opts.Port = host, port
-	}
-	if cfg.Monitor != "" {
-		host, port, err := splitHostPort(cfg.Monitor)
-		if err != nil {
-			return nil, err
-		}
-		if port == 0 {
-			port = -1 // nats-server's "any free port" for monitoring
-		}
-		opts.HTTPHost, opts.HTTPPort = host, port
+	if err := listenOptions(opts, cfg); err != nil {
+		return nil, err
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -190,6 +171,34 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w after %s", ErrNotReady, wait)
 	}
 	return &Server{Server: s, listens: cfg.Listen != ""}, nil
+}
+
+// listenOptions sets where the server listens for clients (nowhere without cfg.Listen) and
+// for monitoring.
+func listenOptions(opts *server.Options, cfg Config) error {
+	if cfg.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return err
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT // nats-server reads 0 as its default port, 4222
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if cfg.Monitor != "" {
+		host, port, err := splitHostPort(cfg.Monitor)
+		if err != nil {
+			return err
+		}
+		if port == 0 {
+			port = -1 // nats-server's "any free port" for monitoring
+		}
+		opts.HTTPHost, opts.HTTPPort = host, port
+	}
+	return nil
 }
 
 // Connect opens an in-process client connection (no TCP, and no TLS even when the server has
