@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"maintsignals/shared/fleet"
 	"maintsignals/shared/regions"
 	"maintsignals/shared/store"
+	"maintsignals/test/apijudge"
 	"maintsignals/test/testenv"
 )
 
@@ -66,6 +68,29 @@ func TestHandler_ServesTheViewAsJSONAndAsAPage(t *testing.T) {
 	for _, want := range []string{"Stale: west, north", `<tr class="stale"><th scope="row">west</th>`, "never heard of", `<th scope="row">east</th><td>2026-12-01T09:59:50Z</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page has no %q:\n%s", want, page)
+		}
+	}
+}
+
+// GET /api/v1/regions answers as the read API's document (infra/api/openapi.json) says, its
+// failure too.
+func TestHandler_AnswersAsTheAPIDocumentSays(t *testing.T) {
+	b, err := os.ReadFile("../../infra/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := apijudge.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := func(context.Context) (regions.View, error) { return regions.View{}, errors.New("no hub") }
+	for _, read := range []Reader{view, failing} {
+		h := NewHandler(read, nil, testenv.Quiet())
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/regions", nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if err := j.Validate(req, w.Code, w.Header(), w.Body.Bytes()); err != nil {
+			t.Errorf("GET /api/v1/regions: %d %s\n%v", w.Code, w.Body, err)
 		}
 	}
 }

@@ -72,7 +72,7 @@ func feed(t testing.TB, ctx context.Context, j *judge, url string, header ...str
 // take reads n events of the feed, each an outcome event as the document describes it.
 func take(t testing.TB, j *judge, ch <-chan sse, n int) []sse {
 	t.Helper()
-	schema := j.doc.Components.Schemas["Event"].Value
+	schema := j.Doc.Components.Schemas["Event"].Value
 	var out []sse
 	deadline := time.After(15 * time.Second) // a bound on a hang, not a measure
 	for len(out) < n {

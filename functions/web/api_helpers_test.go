@@ -1,30 +1,20 @@
 package web_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
-
 	"maintsignals/functions/web"
+	"maintsignals/test/apijudge"
 )
 
-// judge validates every answer of the API against its OpenAPI document with kin-openapi's
-// openapi3filter (a validator that knows nothing of this code).
-type judge struct {
-	doc    *openapi3.T
-	router routers.Router
-}
+// judge validates every answer of the API against its OpenAPI document (test/apijudge).
+type judge struct{ *apijudge.Judge }
 
 func newJudge(t testing.TB) *judge {
 	t.Helper()
@@ -32,19 +22,11 @@ func newJudge(t testing.TB) *judge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(b)
-	if err != nil {
-		t.Fatalf("the document does not load: %v", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("the document is not valid OpenAPI: %v", err)
-	}
-	router, err := gorillamux.NewRouter(doc)
+	j, err := apijudge.New(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &judge{doc: doc, router: router}
+	return &judge{j}
 }
 
 // answer is an API answer.
@@ -91,28 +73,20 @@ func (j *judge) get(t testing.TB, url string, header ...string) answer {
 		t.Fatal(err)
 	}
 	if err := j.validate(req, resp, body); err != nil {
-		t.Errorf("GET %s: %d %s\nnot as the document says: %v", req.URL, resp.StatusCode, body, err)
+		t.Errorf("GET %s: %d %s\n%v", req.URL, resp.StatusCode, body, err)
 	}
 	return answer{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
-// validate checks one answer against the document (the body too, but of the event stream).
+// validate checks one answer against the document; a path the document does not have may
+// be answered by a 404 problem.
 func (j *judge) validate(req *http.Request, resp *http.Response, body []byte) error {
-	route, params, err := j.router.FindRoute(escapedKey(req))
-	if err != nil {
-		if resp.StatusCode == http.StatusNotFound && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
-			return nil // a path the document does not have: the problem says so
-		}
-		return fmt.Errorf("no operation of the document: %w", err)
+	err := j.Validate(escapedKey(req), resp.StatusCode, resp.Header, body)
+	if errors.Is(err, apijudge.ErrNoOperation) && resp.StatusCode == http.StatusNotFound &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		return nil
 	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-		Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true,
-			ExcludeResponseBody: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")},
-	}
-	return openapi3filter.ValidateResponse(context.Background(), in)
+	return err
 }
 
 // escapedKey is req with the entity key of its path escaped, as the document has it: the

@@ -9,6 +9,7 @@ import (
 	"maintsignals/shared/campaign"
 	"maintsignals/shared/domain"
 	"maintsignals/shared/fleet"
+	"maintsignals/shared/regions"
 )
 
 // The OpenAPI 3.1 document of the API, built from the Go types the handlers encode
@@ -28,10 +29,11 @@ func Document() ([]byte, error) {
 	r.Qualify["maintsignals/shared/policy"] = "Policy"
 	r.Qualify["maintsignals/shared/campaignspec"] = "CampaignSpec"
 	r.Qualify["maintsignals/shared/campaign"] = "Campaign"
+	r.Qualify["maintsignals/shared/regions"] = "Region"
 	bodies := map[string]any{}
 	for name, v := range map[string]any{"record": fleet.Record{}, "entities": EntityList{}, "history": EventList{},
 		"notices": NoticeList{}, "policies": PolicyList{}, "campaigns": CampaignList{}, "campaign": CampaignPage{},
-		"problem": Problem{}, "event": domain.Event{}, "notice": domain.Notice{}} {
+		"problem": Problem{}, "event": domain.Event{}, "notice": domain.Notice{}, "regions": regions.View{}} {
 		s, err := r.Ref(v)
 		if err != nil {
 			return nil, fmt.Errorf("openapi: %w", err)
@@ -103,6 +105,7 @@ func tags() []any {
 		schema{"name": "policies", "description": "customers' maintenance policies in force"},
 		schema{"name": "campaigns", "description": "fleet campaigns (the operator's alone)"},
 		schema{"name": "events", "description": "the live feed of outcome events and notices"},
+		schema{"name": "regions", "description": "the regions' view, served by the hub (maintctl hub), not by the web view"},
 		schema{"name": "meta", "description": "this document"},
 	}
 }

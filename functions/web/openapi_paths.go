@@ -66,6 +66,7 @@ func paths(bodies map[string]any) schema {
 			params:      []any{ref("parameters", "campaignId")}, ok: jsonBody("the campaign", bodies["campaign"]), more: notFound}.object(),
 		"/api/v1/events":       eventsOperation(bodies),
 		"/api/v1/openapi.json": documentOperation(),
+		"/api/v1/regions":      regionsOperation(bodies["regions"]),
 	}
 }
 
@@ -111,6 +112,21 @@ func documentOperation() schema {
 		description: "The OpenAPI 3.1 document of the API.",
 		ok:          jsonBody("the document", schema{"type": "object"})}.object()
 	return op
+}
+
+// regionsOperation is the hub's operation: served at the hub's address, without a token, its
+// failure a plain-text 503.
+func regionsOperation(view any) schema {
+	desc := "Served by the hub (maintctl hub --web-listen), not by the web view: each region's newest summary, " +
+		"how old it is by the tick time inside it (stale past two of the region's ticks), the totals over the " +
+		"fresh regions and the names of the stale ones."
+	op := schema{"operationId": "getRegions", "tags": []any{"regions"}, "summary": "Get the regions' view",
+		"description": desc, "security": []any{},
+		"responses": schema{"200": jsonBody("the regions' view", view),
+			"503": schema{"description": "the view could not be read",
+				"content": schema{"text/plain": schema{"schema": schema{"type": "string"}}}}}}
+	return schema{"get": op,
+		"servers": []any{schema{"url": "/", "description": "the hub's address (maintctl hub --web-listen)"}}}
 }
 
 func parameters() schema {
