@@ -54,7 +54,7 @@ func (v *View) sendFeed(ctx context.Context, w http.ResponseWriter, rc *http.Res
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !sendKeepAlive(w, rc) {
 				return
 			}
 		case m := <-msgs:

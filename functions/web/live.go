@@ -178,6 +178,13 @@ func (v *View) stream(w http.ResponseWriter, r *http.Request, want topic, extra 
 	v.pump(ctx, w, rc, sub)
 }
 
+// sendKeepAlive writes a server-sent events comment that keeps an idle stream open; false
+// when the client is gone.
+func sendKeepAlive(w http.ResponseWriter, rc *http.ResponseController) bool {
+	_, err := fmt.Fprint(w, ": keep-alive\n\n")
+	return err == nil && rc.Flush() == nil
+}
+
 // pump sends a change event for every burst of changes: Coalesce after the first of them, and
 // never two within Coalesce.
 func (v *View) pump(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, sub *subscriber) {
@@ -189,7 +196,7 @@ func (v *View) pump(ctx context.Context, w http.ResponseWriter, rc *http.Respons
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !sendKeepAlive(w, rc) {
 				return
 			}
 			continue
